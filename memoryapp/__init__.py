@@ -1,0 +1,1 @@
+"""The memory service: working memory (threads, messages, prepare, compaction) and its API."""

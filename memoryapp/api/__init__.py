@@ -1,0 +1,131 @@
+"""The /v1 API (django-ninja): one NinjaAPI, its auth, and the one error helper.
+
+Every error leaves as ``{"error": ..., "issues"?: [...]}`` with the status DESIGN.md
+section 5 gives; nothing a client can send produces a 500.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+
+from memoryapp.api.auth import ApiKeyAuth
+from memoryapp.errors import IdempotencyConflict, InvalidInput, ModelCallFailed, ThreadNotFound
+
+api = NinjaAPI(
+    title="Memory service",
+    version="1",
+    description=(
+        "Working memory for LLM chat agents: threads, messages with server-assigned "
+        "sequence numbers, the LLM-ready context window (prepare) and rolling compaction."
+    ),
+    auth=ApiKeyAuth(),
+    urls_namespace="v1",
+    docs_url="/docs",
+    openapi_url="/openapi.json",
+)
+
+# Request body / query / path prefixes that pydantic puts in front of a field's location,
+# and the parameter names ninja wraps bodies in; clients only care about their own fields.
+_LOCATION_PREFIXES = {"body", "query", "path", "header", "payload", "params", "filters"}
+
+
+def error_response(
+    request: HttpRequest, status: int, error: str, issues: list[dict[str, Any]] | None = None, **extra: Any
+) -> HttpResponse:
+    """The one error helper: ``{"error": error, "issues"?: issues, **extra}`` with ``status``."""
+    body: dict[str, Any] = {"error": error}
+    if issues is not None:
+        body["issues"] = issues
+    body.update(extra)
+    return api.create_response(request, body, status=status)
+
+
+def _issues_from_pydantic(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    issues = []
+    for err in errors:
+        loc = list(err.get("loc", ()))
+        while loc and loc[0] in _LOCATION_PREFIXES:
+            loc.pop(0)
+        issues.append(
+            {
+                "path": [p if isinstance(p, int) else str(p) for p in loc],
+                "message": str(err.get("msg", "Invalid value")),
+                "code": str(err.get("type", "invalid")),
+            }
+        )
+    return issues
+
+
+@api.exception_handler(ValidationError)
+def _validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    issues = _issues_from_pydantic(list(exc.errors))
+    if any(i["code"] == "content_too_large" for i in issues):
+        return error_response(request, 413, "Payload too large", issues)
+    return error_response(request, 400, "Validation error", issues)
+
+
+@api.exception_handler(InvalidInput)
+def _invalid_input(request: HttpRequest, exc: InvalidInput) -> HttpResponse:
+    return error_response(request, 400, "Validation error", exc.issues)
+
+
+@api.exception_handler(AuthenticationError)
+def _unauthorized(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    return error_response(request, 401, "Unauthorized")
+
+
+@api.exception_handler(HttpError)
+def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if exc.status_code == 400:
+        # ninja raises this for a body that is not JSON.
+        return error_response(
+            request,
+            400,
+            "Validation error",
+            [{"path": [], "message": "Request body is not valid JSON", "code": "invalid_json"}],
+        )
+    return error_response(request, exc.status_code, str(exc))
+
+
+@api.exception_handler(RequestDataTooBig)
+def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    return error_response(
+        request,
+        413,
+        "Payload too large",
+        [{"path": [], "message": "Request body is too large", "code": "body_too_large"}],
+    )
+
+
+@api.exception_handler(ThreadNotFound)
+def _thread_not_found(request: HttpRequest, exc: ThreadNotFound) -> HttpResponse:
+    return error_response(request, 404, "Thread not found")
+
+
+@api.exception_handler(Http404)
+def _not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+    return error_response(request, 404, "Not found")
+
+
+@api.exception_handler(IdempotencyConflict)
+def _idempotency_conflict(request: HttpRequest, exc: IdempotencyConflict) -> HttpResponse:
+    return error_response(
+        request,
+        409,
+        "Idempotency-Key already used for a different message on this thread",
+    )
+
+
+@api.exception_handler(ModelCallFailed)
+def _model_failed(request: HttpRequest, exc: ModelCallFailed) -> HttpResponse:
+    return error_response(request, 502, "Model call failed", kind=exc.kind, detail=str(exc))
+
+
+from memoryapp.api.working import router as working_router  # noqa: E402
+
+api.add_router("/memory/working", working_router)

@@ -1,0 +1,19 @@
+"""API-key authentication for /v1: ``Authorization: Bearer <key>`` (DESIGN.md section 5)."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from ninja.security import HttpBearer
+
+from memoryapp.models import ApiKey
+
+
+class ApiKeyAuth(HttpBearer):
+    """Resolves the bearer token to an active ApiKey; ``request.auth`` is that key.
+
+    A missing, malformed, unknown or revoked key makes ninja raise AuthenticationError,
+    which memoryapp.api turns into 401 ``{"error": "Unauthorized"}``.
+    """
+
+    def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
+        return ApiKey.authenticate(token.strip())

@@ -1,0 +1,194 @@
+"""/v1/memory/working: threads, messages, prepare, compact, stats (spec 002).
+
+Handlers are thin: parse (ninja + memoryapp.api.schemas), call one domain function in
+memoryapp.working or memoryapp.compaction, return its dict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from ninja import Body, Query, Router
+
+from memoryapp import compaction, working
+from memoryapp.api.schemas import (
+    AppendOut,
+    CompactOut,
+    ErrorOut,
+    MessageIn,
+    MessageListOut,
+    MessageListQuery,
+    NothingToCompactOut,
+    PrepareIn,
+    PrepareOut,
+    StatsOut,
+    ThreadIn,
+    ThreadListOut,
+    ThreadListQuery,
+    ThreadOut,
+    ThreadPatchIn,
+)
+from memoryapp.errors import InvalidInput
+from memoryapp.models import ApiKey, Project
+
+router = Router(tags=["working memory"])
+
+ERRORS: dict[int, Any] = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut}
+
+
+def _project(request: HttpRequest) -> Project:
+    key = request.auth  # type: ignore[attr-defined]
+    assert isinstance(key, ApiKey)
+    return key.project
+
+
+@router.post("/threads", response={201: ThreadOut, **ERRORS}, summary="Create a thread")
+def create_thread(request: HttpRequest, payload: ThreadIn) -> tuple[int, dict[str, Any]]:
+    thread = working.thread_create(
+        project=_project(request),
+        dataset=payload.dataset,
+        tags=payload.tags,
+        metadata=payload.metadata,
+        auto_compact_threshold=payload.autoCompactThreshold,
+    )
+    return 201, working.thread_to_dict(thread)
+
+
+@router.get("/threads", response={200: ThreadListOut, **ERRORS}, summary="List threads")
+def list_threads(request: HttpRequest, filters: Query[ThreadListQuery]) -> dict[str, Any]:
+    threads, next_cursor = working.thread_list(
+        project=_project(request),
+        dataset=filters.dataset,
+        tag=filters.tag,
+        limit=filters.limit,
+        cursor=filters.cursor,
+    )
+    return {"threads": [working.thread_to_dict(t) for t in threads], "nextCursor": next_cursor}
+
+
+@router.get("/threads/{thread_id}", response={200: ThreadOut, **ERRORS}, summary="Get a thread")
+def get_thread(request: HttpRequest, thread_id: str) -> dict[str, Any]:
+    thread = working.thread_get(project=_project(request), thread_id=thread_id)
+    return working.thread_to_dict(thread)
+
+
+@router.patch("/threads/{thread_id}", response={200: ThreadOut, **ERRORS}, summary="Update a thread")
+def patch_thread(request: HttpRequest, thread_id: str, payload: ThreadPatchIn) -> dict[str, Any]:
+    thread = working.thread_get(project=_project(request), thread_id=thread_id)
+    given = payload.model_dump(exclude_unset=True)
+    for required in ("dataset", "tags", "metadata"):
+        if required in given and given[required] is None:
+            raise InvalidInput(
+                [{"path": [required], "message": f"{required} cannot be null", "code": "null"}]
+            )
+    names = {"autoCompactThreshold": "auto_compact_threshold"}
+    changes = {names.get(k, k): v for k, v in given.items()}
+    thread = working.thread_update(thread=thread, changes=changes)
+    return working.thread_to_dict(thread)
+
+
+@router.delete("/threads/{thread_id}", response={204: None, **ERRORS}, summary="Delete a thread")
+def delete_thread(request: HttpRequest, thread_id: str) -> tuple[int, None]:
+    thread = working.thread_get(project=_project(request), thread_id=thread_id)
+    working.thread_delete(thread=thread)
+    return 204, None
+
+
+@router.post(
+    "/threads/{thread_id}/messages",
+    response={201: AppendOut, 409: ErrorOut, 413: ErrorOut, **ERRORS},
+    summary="Append a message",
+)
+def append_message(
+    request: HttpRequest, thread_id: str, payload: MessageIn, response: HttpResponse
+) -> tuple[int, dict[str, Any]]:
+    """sequenceNumber is assigned by the server; send ``Idempotency-Key`` to make retries safe."""
+    thread = working.thread_get(project=_project(request), thread_id=thread_id)
+    key = request.headers.get("Idempotency-Key")
+    if key is not None and not (0 < len(key.strip()) <= 255):
+        raise InvalidInput(
+            [
+                {
+                    "path": ["Idempotency-Key"],
+                    "message": "Idempotency-Key must be 1 to 255 characters",
+                    "code": "invalid_header",
+                }
+            ]
+        )
+    tokens = None
+    if payload.tokens is not None:
+        t = payload.tokens
+        total = t.total if t.total is not None else t.input + t.output
+        tokens = {"input": t.input, "output": t.output, "total": total}
+    metadata = None
+    if payload.metadata is not None:
+        metadata = payload.metadata.model_dump(exclude_none=True) or None
+    result = working.message_append(
+        thread=thread,
+        role=payload.role,
+        content=payload.content,
+        tokens=tokens,
+        model=payload.model,
+        latency_ms=payload.latencyMs,
+        metadata=metadata,
+        idempotency_key=key.strip() if key else None,
+    )
+    if result.replayed:
+        response["Idempotent-Replayed"] = "true"
+    return 201, result.to_dict()
+
+
+@router.get(
+    "/threads/{thread_id}/messages",
+    response={200: MessageListOut, **ERRORS},
+    exclude_unset=True,
+    summary="List raw messages",
+)
+def list_messages(
+    request: HttpRequest, thread_id: str, params: Query[MessageListQuery]
+) -> dict[str, Any]:
+    """Full rows including compacted ones and summaries, paged by sequenceNumber."""
+    thread = working.thread_get(project=_project(request), thread_id=thread_id)
+    return working.message_list(
+        thread=thread,
+        limit=params.limit,
+        before=params.before,
+        after=params.after,
+        order=params.order,
+    )
+
+
+@router.post(
+    "/threads/{thread_id}/prepare",
+    response={200: PrepareOut, **ERRORS},
+    exclude_unset=True,
+    summary="The LLM-ready context window",
+)
+def prepare(
+    request: HttpRequest, thread_id: str, payload: PrepareIn | None = Body(None)  # noqa: B008
+) -> dict[str, Any]:
+    """Pure SQL, no model call: [active summary] + the newest un-compacted messages."""
+    limit = payload.messageLimit if payload is not None else 20
+    thread = working.thread_get(project=_project(request), thread_id=thread_id, with_summary=True)
+    return working.prepare(thread=thread, message_limit=limit)
+
+
+@router.post(
+    "/threads/{thread_id}/compact",
+    response={200: CompactOut | NothingToCompactOut, 502: ErrorOut, **ERRORS},
+    summary="Compact now (keepLast 0)",
+)
+def compact(request: HttpRequest, thread_id: str) -> dict[str, Any]:
+    """Folds every un-compacted message into the rolling summary; makes a model call."""
+    thread = working.thread_get(project=_project(request), thread_id=thread_id)
+    result = compaction.compact(thread_id=thread.pk)
+    if result is None:
+        return dict(compaction.NOTHING_TO_COMPACT)
+    return result.to_dict()
+
+
+@router.get("/threads/{thread_id}/stats", response={200: StatsOut, **ERRORS}, summary="Thread stats")
+def stats(request: HttpRequest, thread_id: str) -> dict[str, Any]:
+    thread = working.thread_get(project=_project(request), thread_id=thread_id)
+    return working.thread_stats(thread=thread)

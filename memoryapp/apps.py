@@ -1,0 +1,13 @@
+"""App config for the memory domain."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class MemoryAppConfig(AppConfig):
+    """The memory domain: projects, keys, threads, messages."""
+
+    name = "memoryapp"
+    verbose_name = "Memory"
+    default_auto_field = "django.db.models.BigAutoField"

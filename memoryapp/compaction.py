@@ -1,0 +1,205 @@
+"""Compaction: fold older messages into one rolling summary (spec 000, "Compaction").
+
+The protocol (DESIGN.md section 6 items 2-4):
+
+1. Read, without any lock, the un-compacted ordinary messages to fold and the active
+   summary.
+2. Call the model outside every transaction, so appends never wait on it.
+3. In one short transaction under the thread's row lock, check that no other run changed
+   the active summary meanwhile, stamp the folded rows (and the old summary) with
+   ``compacted_at``, insert the new summary as a ``system`` row with the next sequence
+   number, and point the thread at it.
+
+If another run won the race, the loser starts again from step 1 with what is left (at
+most ``MAX_ATTEMPTS`` times), so two racing runs leave exactly one active summary and
+every folded row inside the range it covers. Messages appended during the model call are
+never folded by that run. A failed model call changes nothing but the thread's
+``last_compaction_error``.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from memoryapp import events, llm
+from memoryapp.errors import ModelCallFailed, ThreadNotFound
+from memoryapp.llm.port import ModelError, TranscriptMessage
+from memoryapp.models import Message, Thread
+
+logger = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    """One committed run: the new summary row and the ordinary messages it folded.
+
+    ``compacted_count``, ``from_sequence`` and ``to_sequence`` describe only the ordinary
+    messages folded in this run, not the previous summary (DESIGN.md section 6 item 3).
+    """
+
+    summary: Message
+    compacted_count: int
+    from_sequence: int
+    to_sequence: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The 200 body of POST .../compact when something was folded (spec 002)."""
+        return {
+            "threadId": str(self.summary.thread_id),
+            "summaryMessageId": str(self.summary.id),
+            "compactedCount": self.compacted_count,
+            "fromSequence": self.from_sequence,
+            "toSequence": self.to_sequence,
+        }
+
+
+NOTHING_TO_COMPACT: dict[str, Any] = {
+    "ok": True,
+    "compacted": False,
+    "message": "Nothing to compact",
+}
+
+
+class _LostRace(Exception):
+    """Another run committed between our read and our write; start again."""
+
+
+def _record_failure(thread_id: uuid.UUID, error: ModelError) -> None:
+    message = f"{error.kind}: {error}"[:2000]
+    Thread.objects.filter(pk=thread_id).update(
+        last_compaction_error=message, last_compaction_error_at=timezone.now()
+    )
+    events.compaction_failed(thread_id, message)
+
+
+def _run_once(*, thread_id: uuid.UUID, keep_from_sequence: int | None) -> CompactionResult | None:
+    thread = Thread.objects.select_related("active_summary").filter(pk=thread_id).first()
+    if thread is None:
+        raise ThreadNotFound()
+    rows = Message.objects.filter(thread=thread, compacted_at__isnull=True, is_summary=False)
+    if keep_from_sequence is not None:
+        rows = rows.filter(sequence_number__lt=keep_from_sequence)
+    to_fold = list(rows.order_by("sequence_number").only("id", "sequence_number", "role", "content"))
+    if not to_fold:
+        return None
+    previous = thread.active_summary
+
+    # The model call: outside every transaction and lock.
+    model = llm.get_model()
+    try:
+        summary = model.summarize(
+            previous_summary=previous.content if previous else None,
+            messages=[
+                TranscriptMessage(m.sequence_number, m.role, m.content) for m in to_fold
+            ],
+            max_tokens=int(settings.MEMORY_SUMMARY_MAX_TOKENS),
+        )
+    except ModelError as exc:
+        _record_failure(thread.pk, exc)
+        raise
+
+    now = timezone.now()
+    fold_ids = [m.id for m in to_fold]
+    first = to_fold[0].sequence_number
+    last = to_fold[-1].sequence_number
+    with transaction.atomic():
+        locked = Thread.objects.select_for_update().filter(pk=thread_id).first()
+        if locked is None:
+            raise ThreadNotFound()
+        if locked.active_summary_id != (previous.id if previous else None):
+            raise _LostRace()
+        stamped = Message.objects.filter(id__in=fold_ids, compacted_at__isnull=True).update(
+            compacted_at=now
+        )
+        if stamped != len(fold_ids):
+            raise _LostRace()  # rolls back the partial stamp
+        if previous is not None:
+            Message.objects.filter(pk=previous.pk).update(compacted_at=now)
+        sequence = locked.next_sequence
+        summary_row = Message.objects.create(
+            thread=locked,
+            sequence_number=sequence,
+            role=Message.Role.SYSTEM,
+            content=summary.text,
+            model=summary.model,
+            is_summary=True,
+            covers_from_sequence=min(first, previous.covers_from_sequence or first)
+            if previous
+            else first,
+            covers_to_sequence=last,
+            tokens_input=summary.usage.input_tokens,
+            tokens_output=summary.usage.output_tokens,
+            tokens_total=summary.usage.input_tokens + summary.usage.output_tokens,
+            created_at=now,
+        )
+        locked.next_sequence = sequence + 1
+        locked.uncompacted_count = max(locked.uncompacted_count - len(fold_ids), 0)
+        locked.active_summary = summary_row
+        locked.compaction_count += 1
+        locked.last_compacted_at = now
+        locked.last_activity = now
+        locked.last_compaction_error = ""
+        locked.last_compaction_error_at = None
+        locked.save(
+            update_fields=[
+                "next_sequence",
+                "uncompacted_count",
+                "active_summary",
+                "compaction_count",
+                "last_compacted_at",
+                "last_activity",
+                "last_compaction_error",
+                "last_compaction_error_at",
+            ]
+        )
+        result = CompactionResult(
+            summary=summary_row, compacted_count=len(fold_ids), from_sequence=first, to_sequence=last
+        )
+        events.message_appended(summary_row)
+        events.thread_compacted(locked, result.to_dict())
+    return result
+
+
+def compact(*, thread_id: uuid.UUID, keep_from_sequence: int | None = None) -> CompactionResult | None:
+    """Run the compaction protocol on a thread; return the result, or None if nothing to fold.
+
+    ``keep_from_sequence`` None folds every un-compacted message (manual compaction,
+    keepLast 0); a number folds only messages before it (auto-compaction keeps the
+    tripping message verbatim, keepLast 1).
+
+    Raises ModelCallFailed when the model call fails (nothing is changed; the error is
+    recorded on the thread), ThreadNotFound if the thread is deleted meanwhile.
+    """
+    for _ in range(MAX_ATTEMPTS):
+        try:
+            return _run_once(thread_id=thread_id, keep_from_sequence=keep_from_sequence)
+        except _LostRace:
+            logger.info("compaction of thread %s lost a race; retrying", thread_id)
+            continue
+        except ModelError as exc:
+            raise ModelCallFailed(str(exc), kind=exc.kind) from exc
+    return None
+
+
+def auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> bool:
+    """Compaction tripped by an append (spec 000: keepLast 1). True if a run committed.
+
+    Never raises for a model failure: the append already succeeded, the failure is
+    recorded on the thread, and the next append tries again.
+    """
+    try:
+        return compact(thread_id=thread_id, keep_from_sequence=keep_from_sequence) is not None
+    except ModelCallFailed:
+        logger.warning("auto-compaction of thread %s failed", thread_id, exc_info=True)
+        return False
+    except ThreadNotFound:
+        return False

@@ -1,0 +1,86 @@
+"""The one place that broadcasts live events to channel groups (STYLE.md: side effects in one place).
+
+Every event goes to the group of its thread, ``thread.<uuid>``; the dashboard's
+WebSocket consumer (playground.consumers) joins that group and forwards events to the
+browser. Events are sent after the surrounding transaction commits, so a listener never
+sees a row that is later rolled back. A broadcast that fails (Redis down) is logged and
+never fails the write that caused it.
+
+Event shape: ``{"type": "thread.event", "event": <name>, "threadId": str, "data": {...}}``
+with names ``message.appended``, ``thread.compacted``, ``compaction.failed``,
+``thread.changed``, ``thread.deleted``, ``chat.delta``, ``chat.done``.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+if TYPE_CHECKING:
+    from memoryapp.models import Message, Thread
+
+logger = logging.getLogger(__name__)
+
+
+def thread_group(thread_id: uuid.UUID | str) -> str:
+    """The channel group name of a thread."""
+    return f"thread.{thread_id}"
+
+
+def _send_now(thread_id: uuid.UUID | str, event: str, data: dict[str, Any]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    payload = {"type": "thread.event", "event": event, "threadId": str(thread_id), "data": data}
+    try:
+        async_to_sync(layer.group_send)(thread_group(thread_id), payload)
+    except Exception:  # a live update is best-effort; the write already committed
+        logger.exception("broadcast of %s for thread %s failed", event, thread_id)
+
+
+def broadcast(thread_id: uuid.UUID | str, event: str, data: dict[str, Any]) -> None:
+    """Send ``event`` with ``data`` to the thread's group once the current transaction commits."""
+    transaction.on_commit(lambda: _send_now(thread_id, event, data))
+
+
+def message_appended(message: Message) -> None:
+    """A message (or summary) row was stored."""
+    from memoryapp.working import message_to_dict
+
+    broadcast(message.thread_id, "message.appended", message_to_dict(message))
+
+
+def thread_compacted(thread: Thread, result: dict[str, Any]) -> None:
+    """A compaction run committed; ``result`` is the compact response body."""
+    broadcast(thread.pk, "thread.compacted", result)
+
+
+def compaction_failed(thread_id: uuid.UUID, error: str) -> None:
+    """A compaction run's model call failed; nothing was changed."""
+    broadcast(thread_id, "compaction.failed", {"error": error})
+
+
+def thread_changed(thread: Thread) -> None:
+    """Thread settings (dataset, tags, metadata, threshold) changed."""
+    from memoryapp.working import thread_to_dict
+
+    broadcast(thread.pk, "thread.changed", thread_to_dict(thread))
+
+
+def thread_deleted(thread_id: uuid.UUID) -> None:
+    """The thread and its messages were deleted."""
+    broadcast(thread_id, "thread.deleted", {})
+
+
+def chat_stream(thread_id: uuid.UUID | str, event: str, data: dict[str, Any]) -> None:
+    """Stream a playground chat event (``chat.delta`` / ``chat.done``) right away.
+
+    Not deferred to commit: the reply streams while the model is still generating, before
+    anything is stored.
+    """
+    _send_now(thread_id, event, data)

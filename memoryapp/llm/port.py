@@ -1,0 +1,167 @@
+"""The model port: every model call the domain makes goes through this interface.
+
+DESIGN.md section 7. Two adapters implement it: ``memoryapp.llm.offline`` (the default,
+deterministic, no network) and ``memoryapp.llm.gemini`` (google-genai). Adapters raise
+only ``ModelError`` (and its subclasses) for failures, after their own retries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+class ModelError(Exception):
+    """A model call failed after the adapter's retries.
+
+    ``kind``: ``timeout`` | ``rate_limited`` | ``unavailable`` | ``bad_response``.
+    """
+
+    kind = "unavailable"
+
+    def __init__(self, message: str, *, kind: str | None = None) -> None:
+        super().__init__(message)
+        if kind is not None:
+            self.kind = kind
+
+
+class ModelTimeout(ModelError):
+    """The call did not answer within the configured timeout."""
+
+    kind = "timeout"
+
+
+class ModelRateLimited(ModelError):
+    """The provider kept answering 429 through every retry."""
+
+    kind = "rate_limited"
+
+
+@dataclass(frozen=True)
+class TranscriptMessage:
+    """One message handed to the model: its sequence number, role and text."""
+
+    sequence_number: int
+    role: str
+    content: str
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens a call consumed, as the provider (or memoryapp.tokens) counted them."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A rolling summary: its text, the model that wrote it, and what it cost."""
+
+    text: str
+    model: str
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(frozen=True)
+class ExtractedFact:
+    """One fact: its text and the entity it is about (a name, or None)."""
+
+    text: str
+    subject: str | None = None
+
+
+@dataclass(frozen=True)
+class ExtractedEntity:
+    """One entity: a name, a kind (person, place, organisation, thing, ...), a summary."""
+
+    name: str
+    kind: str = "thing"
+    summary: str = ""
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """What extract() found in a range of messages."""
+
+    facts: list[ExtractedFact]
+    entities: list[ExtractedEntity]
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A function call the model asked for: the tool's name and its JSON arguments."""
+
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool offered to the model: name, description, JSON-schema parameters."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ReplyChunk:
+    """One piece of a streamed reply: text (may be empty), tool calls, and on the last
+    chunk ``done=True`` with the call's usage."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    done: bool = False
+    usage: Usage | None = None
+    model: str = ""
+
+
+@runtime_checkable
+class ModelPort(Protocol):
+    """The calls the domain needs from a language model (DESIGN.md section 7)."""
+
+    #: "gemini" or "offline": shown in the UI so people know what answered.
+    name: str
+
+    def summarize(
+        self,
+        *,
+        previous_summary: str | None,
+        messages: list[TranscriptMessage],
+        max_tokens: int,
+    ) -> Summary:
+        """Fold ``previous_summary`` and ``messages`` into one new summary of at most
+        ``max_tokens`` tokens (memoryapp.tokens). Message text is data, never instructions.
+        Raises ModelError."""
+        ...
+
+    def extract(self, *, messages: list[TranscriptMessage]) -> Extraction:
+        """Find facts and entities stated in ``messages``. Raises ModelError."""
+        ...
+
+    def synthesize(self, *, query: str, context: str) -> str:
+        """Answer ``query`` briefly from ``context`` alone (recall's synthesis). Raises ModelError."""
+        ...
+
+    def reply(
+        self,
+        *,
+        system_instruction: str,
+        messages: list[dict[str, str]],
+        tools: list[ToolSpec] | None = None,
+    ) -> Iterator[ReplyChunk]:
+        """Stream the assistant's reply to ``messages`` (``{"role", "content"}``, oldest
+        first) under ``system_instruction``. The last chunk has ``done=True``.
+        Raises ModelError (possibly after some chunks were yielded)."""
+        ...
+
+    def embed(self, *, texts: list[str]) -> list[list[float]]:
+        """One embedding vector per text. Raises ModelError."""
+        ...
+
+    def count_tokens(self, *, text: str) -> int:
+        """Tokens in ``text`` as this model counts them. Raises ModelError."""
+        ...

@@ -1,0 +1,6 @@
+"""The memory domain's models (DESIGN.md section 4)."""
+
+from memoryapp.models.projects import ApiKey, Membership, Project
+from memoryapp.models.threads import Message, Thread, ThreadTag
+
+__all__ = ["ApiKey", "Membership", "Message", "Project", "Thread", "ThreadTag"]

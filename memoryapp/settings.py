@@ -1,0 +1,172 @@
+"""Settings for the memory service, read from the environment with development defaults.
+
+With no environment at all it runs on one laptop: SQLite in the project folder, the
+in-memory channel layer, the offline model adapter. DATABASE_URL switches to PostgreSQL,
+REDIS_URL to the Redis channel layer, GEMINI_API_KEY (or GOOGLE_API_KEY) to Gemini.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import dj_database_url
+
+from memoryapp.envconf import env_bool, env_float, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DEBUG = env_bool("DEBUG", True)
+SECRET_KEY = env_str("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is false")
+    SECRET_KEY = "dev-only-insecure-secret-key-change-me"  # noqa: S105 - development default
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "template_partials",
+    "memoryapp",
+    "playground",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "memoryapp.urls"
+WSGI_APPLICATION = "memoryapp.wsgi.application"
+ASGI_APPLICATION = "memoryapp.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    }
+]
+
+# --- Database -------------------------------------------------------------------------
+# SQLite by default: WAL so readers never wait on the writer, a busy timeout so writers
+# queue instead of failing, and IMMEDIATE transactions so every atomic block takes the
+# write lock up front (the SQLite equivalent of select_for_update on the thread row).
+DATABASE_URL = env_str("DATABASE_URL", "")
+if DATABASE_URL:
+    DATABASES: dict[str, Any] = {
+        "default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("CONN_MAX_AGE", 60))
+    }
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": env_str("SQLITE_PATH", str(BASE_DIR / "db.sqlite3")),
+            "OPTIONS": {
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 30,
+                "init_command": (
+                    "PRAGMA journal_mode=WAL;"
+                    "PRAGMA synchronous=NORMAL;"
+                    "PRAGMA busy_timeout=30000;"
+                    "PRAGMA foreign_keys=ON;"
+                ),
+            },
+            "TEST": {"NAME": env_str("SQLITE_TEST_PATH", str(BASE_DIR / "test-db.sqlite3"))},
+        }
+    }
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Channels (live updates) ------------------------------------------------------------
+REDIS_URL = env_str("REDIS_URL", "")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# --- Auth, i18n, static ---------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "playground:login"
+LOGIN_REDIRECT_URL = "playground:home"
+LOGOUT_REDIRECT_URL = "playground:login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "django.contrib.staticfiles.storage.StaticFilesStorage"
+            if DEBUG
+            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        )
+    },
+}
+
+# Bodies above this are refused with 413 before parsing. It is larger than the content
+# limit because JSON escaping can grow a message several times (\u0000-style escapes).
+MEMORY_MAX_CONTENT_BYTES = env_int("MEMORY_MAX_CONTENT_BYTES", 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = MEMORY_MAX_CONTENT_BYTES * 7 + 64 * 1024
+
+# --- Memory service -----------------------------------------------------------------------
+# Model adapter: "auto" picks gemini when a key is set, else offline.
+MEMORY_LLM_ADAPTER = env_str("MEMORY_LLM_ADAPTER", "auto")
+GEMINI_API_KEY = env_str("GEMINI_API_KEY", "") or env_str("GOOGLE_API_KEY", "")
+GEMINI_BASE_URL = env_str("GEMINI_BASE_URL", "")
+GEMINI_CHAT_MODEL = env_str("GEMINI_CHAT_MODEL", "gemini-2.5-flash")
+GEMINI_SUMMARY_MODEL = env_str("GEMINI_SUMMARY_MODEL", "gemini-2.5-flash")
+GEMINI_EMBED_MODEL = env_str("GEMINI_EMBED_MODEL", "gemini-embedding-001")
+GEMINI_TIMEOUT_SECONDS = env_float("GEMINI_TIMEOUT_SECONDS", 30.0)
+GEMINI_RETRY_ATTEMPTS = env_int("GEMINI_RETRY_ATTEMPTS", 3)
+GEMINI_RETRY_INITIAL_DELAY_SECONDS = env_float("GEMINI_RETRY_INITIAL_DELAY_SECONDS", 1.0)
+# Upper bound on a rolling summary's length, in tokens as memoryapp.tokens counts them.
+MEMORY_SUMMARY_MAX_TOKENS = env_int("MEMORY_SUMMARY_MAX_TOKENS", 1024)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"django.channels.server": {"level": "WARNING"}},
+}

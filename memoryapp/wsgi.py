@@ -1,0 +1,10 @@
+"""WSGI entry point (the API works under WSGI too; live updates need ASGI)."""
+
+from __future__ import annotations
+
+import os
+
+from django.core.wsgi import get_wsgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryapp.settings")
+application = get_wsgi_application()
