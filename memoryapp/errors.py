@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 
-class MemoryError_(Exception):  # noqa: N801 - trailing underscore avoids the builtin MemoryError
+class MemoryError_(Exception):
     """Base of the domain's errors."""
 
 

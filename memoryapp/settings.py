@@ -23,7 +23,7 @@ if not SECRET_KEY:
         from django.core.exceptions import ImproperlyConfigured
 
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is false")
-    SECRET_KEY = "dev-only-insecure-secret-key-change-me"  # noqa: S105 - development default
+    SECRET_KEY = "dev-only-insecure-secret-key-change-me"
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])

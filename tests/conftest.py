@@ -15,7 +15,6 @@ import pytest
 from django.test import Client
 
 from memoryapp.models import ApiKey, Project
-from tests.factories import ProjectFactory
 
 BASE = "/v1/memory/working"
 
@@ -65,7 +64,7 @@ class Api:
 
 @pytest.fixture
 def project(db: None) -> Project:
-    return ProjectFactory(slug="acme", name="Acme")
+    return Project.objects.create(slug="acme", name="Acme")
 
 
 @pytest.fixture
@@ -82,7 +81,7 @@ def api(api_key: str) -> Api:
 @pytest.fixture
 def outsider_api(db: None) -> Api:
     """A client whose key belongs to another project."""
-    other = ProjectFactory(slug="other", name="Other")
+    other = Project.objects.create(slug="other", name="Other")
     _, secret = ApiKey.issue(project=other, name="outsider")
     return Api(Client(), secret)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -22,7 +23,7 @@ class Project(models.Model):
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=100, unique=True)
     created = models.DateTimeField(default=timezone.now)
-    members = models.ManyToManyField(
+    members: models.ManyToManyField[Any, Any] = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="projects"
     )
 

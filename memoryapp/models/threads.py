@@ -74,6 +74,9 @@ class ThreadTag(models.Model):
         ]
         indexes = [models.Index(fields=["name"], name="thread_tag_name_idx")]
 
+    def __str__(self) -> str:
+        return self.name
+
 
 class Message(models.Model):
     """One message of a thread, or the thread's compaction summary (``is_summary``).
@@ -99,14 +102,14 @@ class Message(models.Model):
     tokens_input = models.PositiveIntegerField(null=True, blank=True)
     tokens_output = models.PositiveIntegerField(null=True, blank=True)
     tokens_total = models.PositiveIntegerField(null=True, blank=True)
-    model = models.CharField(max_length=200, null=True, blank=True)
+    model = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001 - null is "not sent"
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
     metadata = models.JSONField(null=True, blank=True)
     is_summary = models.BooleanField(default=False)
     covers_from_sequence = models.PositiveBigIntegerField(null=True, blank=True)
     covers_to_sequence = models.PositiveBigIntegerField(null=True, blank=True)
     compacted_at = models.DateTimeField(null=True, blank=True)
-    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001 - unique when set
     # Whether this insert tripped auto-compaction, so an idempotent replay can return
     # exactly the first response.
     triggered_compaction = models.BooleanField(default=False)
