@@ -1,4 +1,8 @@
-"""Dashboard and playground routes (namespace ``playground``)."""
+"""Dashboard and playground routes (namespace ``playground``, kebab-case names).
+
+Every dashboard route takes ``?projectId=<Project.pk>`` and answers 404 to anyone who
+is not a member of that project (playground.access).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,27 @@ app_name = "playground"
 
 urlpatterns = [
     path("", views.home, name="home"),
-    path("login/", auth_views.LoginView.as_view(template_name="playground/login.html"), name="login"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(
+            template_name="playground/login.html", redirect_authenticated_user=True
+        ),
+        name="login",
+    ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("dashboard/threads/", views.thread_list, name="threads"),
+    path("dashboard/threads/new/", views.thread_create, name="thread-create"),
+    path("dashboard/threads/<uuid:thread_id>/", views.thread_detail, name="thread"),
+    path("dashboard/threads/<uuid:thread_id>/stats/", views.thread_stats, name="thread-stats"),
+    path("dashboard/threads/<uuid:thread_id>/compact/", views.thread_compact, name="thread-compact"),
+    path("dashboard/threads/<uuid:thread_id>/playground/", views.playground, name="playground"),
+    path("dashboard/members/", views.members, name="members"),
+    path(
+        "dashboard/members/<int:membership_id>/remove/",
+        views.member_remove,
+        name="member-remove",
+    ),
+    path("dashboard/keys/", views.api_keys, name="keys"),
+    path("dashboard/keys/<int:key_id>/revoke/", views.api_key_revoke, name="key-revoke"),
+    path("dashboard/settings/", views.project_settings, name="settings"),
 ]

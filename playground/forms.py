@@ -1,0 +1,96 @@
+"""Dashboard forms: every input the pages take is validated here (issue 4 items 1 and 2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib.auth.models import User
+
+from memoryapp.models import Membership, Project
+
+# Bounds of autoCompactThreshold, as the /v1 API enforces them (docs/decisions.md: with
+# keepLast 1 a threshold of 1 could never fold anything).
+THRESHOLD_MIN = 2
+THRESHOLD_MAX = 100_000
+TAG_MAX_LENGTH = 100
+TAGS_MAX = 50
+
+
+class ThreadFilterForm(forms.Form):
+    """Query of the thread list: ``dataset`` and ``tag`` filters and the page ``cursor``."""
+
+    dataset = forms.CharField(max_length=200, required=False, strip=True)
+    tag = forms.CharField(max_length=TAG_MAX_LENGTH, required=False, strip=True)
+    cursor = forms.CharField(max_length=500, required=False, widget=forms.HiddenInput)
+
+
+class ThreadCreateForm(forms.Form):
+    """A new thread: dataset (required), comma-separated tags, optional autoCompactThreshold."""
+
+    dataset = forms.CharField(
+        max_length=200, strip=True, help_text="The user scope recall searches within, e.g. user_42."
+    )
+    tags = forms.CharField(
+        max_length=2000, required=False, strip=True, help_text="Comma-separated, e.g. support, web."
+    )
+    auto_compact_threshold = forms.IntegerField(
+        label="Auto-compact threshold",
+        required=False,
+        min_value=THRESHOLD_MIN,
+        max_value=THRESHOLD_MAX,
+        help_text="Fold older messages once this many are un-compacted. Empty: never.",
+    )
+
+    def clean_tags(self) -> list[str]:
+        raw: str = self.cleaned_data.get("tags", "")
+        tags = [t.strip() for t in raw.split(",") if t.strip()]
+        if len(tags) > TAGS_MAX:
+            raise forms.ValidationError(f"At most {TAGS_MAX} tags.")
+        too_long = [t for t in tags if len(t) > TAG_MAX_LENGTH]
+        if too_long:
+            raise forms.ValidationError(f"Each tag is at most {TAG_MAX_LENGTH} characters.")
+        return tags
+
+
+class MemberAddForm(forms.Form):
+    """Add an existing user to ``project`` by username, with a role."""
+
+    username = forms.CharField(max_length=150, strip=True)
+    role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.MEMBER)
+
+    def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.project = project
+        self.user: User | None = None
+
+    def clean_username(self) -> str:
+        username: str = self.cleaned_data["username"]
+        user = User.objects.filter(username=username, is_active=True).first()
+        if user is None:
+            raise forms.ValidationError("No user with that username.")
+        if Membership.objects.filter(project=self.project, user=user).exists():
+            raise forms.ValidationError("That user is already a member of this project.")
+        self.user = user
+        return username
+
+    def save(self) -> Membership:
+        """Create and return the membership; call only after is_valid()."""
+        assert self.user is not None
+        return Membership.objects.create(
+            project=self.project, user=self.user, role=self.cleaned_data["role"]
+        )
+
+
+class ApiKeyCreateForm(forms.Form):
+    """A new API key's name (the secret is generated, shown once, never stored)."""
+
+    name = forms.CharField(max_length=100, strip=True, help_text="To tell keys apart, e.g. production.")
+
+
+class ProjectSettingsForm(forms.ModelForm[Project]):
+    """Rename the project."""
+
+    class Meta:
+        model = Project
+        fields = ["name"]
