@@ -81,7 +81,9 @@ def _record_failure(thread_id: uuid.UUID, error: ModelError) -> None:
     events.compaction_failed(thread_id, message)
 
 
-def _run_once(*, thread_id: uuid.UUID, keep_from_sequence: int | None) -> CompactionResult | None:
+def _run_once(
+    *, thread_id: uuid.UUID, keep_from_sequence: int | None, require_threshold: bool
+) -> CompactionResult | None:
     thread = Thread.objects.select_related("active_summary").filter(pk=thread_id).first()
     if thread is None:
         raise ThreadNotFound()
@@ -91,6 +93,14 @@ def _run_once(*, thread_id: uuid.UUID, keep_from_sequence: int | None) -> Compac
     to_fold = list(rows.order_by("sequence_number").only("id", "sequence_number", "role", "content"))
     if not to_fold:
         return None
+    if require_threshold:
+        # An automatic run must still be due when it starts (or restarts after losing a
+        # race): a concurrent run may already have folded these rows, or the threshold may
+        # have been raised or disabled. Without this, a retry would fold the message the
+        # winning run kept verbatim. ``+ 1`` counts the tripping message itself.
+        threshold = thread.auto_compact_threshold
+        if threshold is None or len(to_fold) + 1 < threshold:
+            return None
     previous = thread.active_summary
 
     # The model call: outside every transaction and lock.
@@ -106,6 +116,13 @@ def _run_once(*, thread_id: uuid.UUID, keep_from_sequence: int | None) -> Compac
     except ModelError as exc:
         _record_failure(thread.pk, exc)
         raise
+    except Exception as exc:
+        # Adapters should raise only ModelError; anything else is still a failed model
+        # call, and must not turn an append that already committed into a 500.
+        logger.exception("model adapter raised a non-ModelError during summarize")
+        error = ModelError(f"{type(exc).__name__}: {exc}", kind="bad_response")
+        _record_failure(thread.pk, error)
+        raise error from exc
 
     now = timezone.now()
     fold_ids = [m.id for m in to_fold]
@@ -169,19 +186,30 @@ def _run_once(*, thread_id: uuid.UUID, keep_from_sequence: int | None) -> Compac
     return result
 
 
-def compact(*, thread_id: uuid.UUID, keep_from_sequence: int | None = None) -> CompactionResult | None:
+def compact(
+    *,
+    thread_id: uuid.UUID,
+    keep_from_sequence: int | None = None,
+    require_threshold: bool = False,
+) -> CompactionResult | None:
     """Run the compaction protocol on a thread; return the result, or None if nothing to fold.
 
     ``keep_from_sequence`` None folds every un-compacted message (manual compaction,
     keepLast 0); a number folds only messages before it (auto-compaction keeps the
-    tripping message verbatim, keepLast 1).
+    tripping message verbatim, keepLast 1). ``require_threshold`` (auto-compaction)
+    returns None unless the messages up to ``keep_from_sequence`` still reach the
+    thread's autoCompactThreshold when the run starts.
 
     Raises ModelCallFailed when the model call fails (nothing is changed; the error is
     recorded on the thread), ThreadNotFound if the thread is deleted meanwhile.
     """
     for _ in range(MAX_ATTEMPTS):
         try:
-            return _run_once(thread_id=thread_id, keep_from_sequence=keep_from_sequence)
+            return _run_once(
+                thread_id=thread_id,
+                keep_from_sequence=keep_from_sequence,
+                require_threshold=require_threshold,
+            )
         except _LostRace:
             logger.info("compaction of thread %s lost a race; retrying", thread_id)
             continue
@@ -197,7 +225,10 @@ def auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> bool:
     recorded on the thread, and the next append tries again.
     """
     try:
-        return compact(thread_id=thread_id, keep_from_sequence=keep_from_sequence) is not None
+        result = compact(
+            thread_id=thread_id, keep_from_sequence=keep_from_sequence, require_threshold=True
+        )
+        return result is not None
     except ModelCallFailed:
         logger.warning("auto-compaction of thread %s failed", thread_id, exc_info=True)
         return False

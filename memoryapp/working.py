@@ -32,6 +32,8 @@ logger = logging.getLogger(__name__)
 
 MESSAGE_LIMIT_DEFAULT = 20
 MESSAGE_LIMIT_MAX = 100
+# Reads of prepare's window before it answers with what it has (see prepare()).
+PREPARE_ATTEMPTS = 3
 
 
 # --- Threads ------------------------------------------------------------------------------
@@ -392,20 +394,36 @@ def prepare(*, thread: Thread, message_limit: int = MESSAGE_LIMIT_DEFAULT) -> di
     system message and does not count against ``message_limit`` (1..100).
 
     ``thread`` should come from thread_get(with_summary=True): then this costs one query
-    (the tail) whatever the thread's length, and no model call.
+    (the tail, served by the partial index message_live_tail_idx) whatever the thread's
+    length, and no model call.
+
+    The thread row (summary, counters) and the tail are two reads. A compaction that
+    commits between them folds the oldest live rows, which would leave them in neither
+    the summary read nor the tail; the tail then comes back shorter than the counters say,
+    and both are read again (two more queries, only under that race; at most
+    PREPARE_ATTEMPTS reads). Rows appended after the thread row was read are left out by
+    the ``next_sequence`` bound, so a full-length tail is the window as of that one read.
     """
-    summary = thread.active_summary if thread.active_summary_id else None
-    tail = list(
-        Message.objects.filter(
-            thread=thread,
-            compacted_at__isnull=True,
-            is_summary=False,
-            sequence_number__lt=thread.next_sequence,
+    for attempt in range(PREPARE_ATTEMPTS):
+        tail = list(
+            Message.objects.filter(
+                thread=thread,
+                compacted_at__isnull=True,
+                is_summary=False,
+                sequence_number__lt=thread.next_sequence,
+            )
+            .order_by("-sequence_number")
+            .values_list("role", "content")[:message_limit]
         )
-        .order_by("-sequence_number")
-        .values_list("role", "content")[:message_limit]
-    )
+        if len(tail) >= min(thread.uncompacted_count, message_limit):
+            break
+        if attempt + 1 < PREPARE_ATTEMPTS:
+            try:
+                thread = Thread.objects.select_related("active_summary").get(pk=thread.pk)
+            except Thread.DoesNotExist as exc:
+                raise ThreadNotFound() from exc
     tail.reverse()
+    summary = thread.active_summary if thread.active_summary_id else None
     messages: list[dict[str, str]] = []
     if summary is not None:
         messages.append({"role": "system", "content": summary.content})
