@@ -162,6 +162,10 @@ GEMINI_RETRY_ATTEMPTS = env_int("GEMINI_RETRY_ATTEMPTS", 3)
 GEMINI_RETRY_INITIAL_DELAY_SECONDS = env_float("GEMINI_RETRY_INITIAL_DELAY_SECONDS", 1.0)
 # Upper bound on a rolling summary's length, in tokens as memoryapp.tokens counts them.
 MEMORY_SUMMARY_MAX_TOKENS = env_int("MEMORY_SUMMARY_MAX_TOKENS", 1024)
+# Model prices in USD per 1M tokens, for the playground's per-turn cost lines. Defaults are
+# Gemini 2.5 Flash's paid-tier text prices; the offline adapter always costs 0.
+MEMORY_PRICE_INPUT_PER_MTOK = env_float("MEMORY_PRICE_INPUT_PER_MTOK", 0.30)
+MEMORY_PRICE_OUTPUT_PER_MTOK = env_float("MEMORY_PRICE_OUTPUT_PER_MTOK", 2.50)
 
 LOGGING = {
     "version": 1,

@@ -7,7 +7,7 @@ is not a member of that project (playground.access).
 from __future__ import annotations
 
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from playground import views
 
@@ -38,4 +38,5 @@ urlpatterns = [
     path("dashboard/keys/", views.api_keys, name="keys"),
     path("dashboard/keys/<int:key_id>/revoke/", views.api_key_revoke, name="key-revoke"),
     path("dashboard/settings/", views.project_settings, name="settings"),
+    path("dashboard/chat/", include("playground.chat_urls")),
 ]

@@ -29,9 +29,11 @@ api = NinjaAPI(
     openapi_url="/openapi.json",
 )
 
-# Request body / query / path prefixes that pydantic puts in front of a field's location,
-# and the parameter names ninja wraps bodies in; clients only care about their own fields.
-_LOCATION_PREFIXES = {"body", "query", "path", "header", "payload", "params", "filters"}
+# The request location ninja puts in front of a field's location, then the parameter
+# name it wraps bodies and query schemas in; clients only care about their own fields.
+# One of each is stripped, so a field that happens to be called "query" keeps its name.
+_LOCATION_PREFIXES = {"body", "query", "path", "header"}
+_PARAMETER_NAMES = {"payload", "params", "filters"}
 
 
 def error_response(
@@ -49,7 +51,9 @@ def _issues_from_pydantic(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
     issues = []
     for err in errors:
         loc = list(err.get("loc", ()))
-        while loc and loc[0] in _LOCATION_PREFIXES:
+        if loc and loc[0] in _LOCATION_PREFIXES:
+            loc.pop(0)
+        if loc and loc[0] in _PARAMETER_NAMES:
             loc.pop(0)
         issues.append(
             {
@@ -129,3 +133,7 @@ def _model_failed(request: HttpRequest, exc: ModelCallFailed) -> HttpResponse:
 from memoryapp.api.working import router as working_router  # noqa: E402
 
 api.add_router("/memory/working", working_router)
+
+from memoryapp.api.recall import router as recall_router  # noqa: E402
+
+api.add_router("/memory/recall", recall_router)

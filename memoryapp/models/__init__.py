@@ -2,5 +2,15 @@
 
 from memoryapp.models.projects import ApiKey, Membership, Project
 from memoryapp.models.threads import Message, Thread, ThreadTag
+from memoryapp.models.usage import Turn, UsageLine
 
-__all__ = ["ApiKey", "Membership", "Message", "Project", "Thread", "ThreadTag"]
+__all__ = [
+    "ApiKey",
+    "Membership",
+    "Message",
+    "Project",
+    "Thread",
+    "ThreadTag",
+    "Turn",
+    "UsageLine",
+]

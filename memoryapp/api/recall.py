@@ -1,0 +1,89 @@
+"""/v1/memory/recall: long-term memory across a dataset's threads (DESIGN.md section 5).
+
+A thin handler over memoryapp.recall.recall; the request and response schemas live here
+with the route that uses them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any, Literal
+
+from django.http import HttpRequest
+from ninja import Router, Schema
+from pydantic import ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
+
+from memoryapp import recall as recall_domain
+from memoryapp.api.schemas import ErrorOut
+from memoryapp.models import ApiKey
+
+router = Router(tags=["recall"])
+
+Layer = Literal["episodes", "facts", "synthesis", "raw"]
+
+
+class RecallIn(Schema):
+    """POST /v1/memory/recall. Unknown fields are dropped like everywhere in /v1."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    dataset: Annotated[str, Field(min_length=1, max_length=200)]
+    query: Annotated[str, Field(min_length=1, max_length=10_000)]
+    include: Annotated[list[Layer], Field(min_length=1, max_length=4)] = [
+        "episodes",
+        "facts",
+        "synthesis",
+        "raw",
+    ]
+    limit: Annotated[int, Field(strict=True, ge=1, le=recall_domain.LIMIT_MAX)] = 10
+    threadId: uuid.UUID | None = None
+
+    @field_validator("dataset", "query")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise PydanticCustomError("blank", "must not be blank")
+        if "\x00" in value:
+            raise PydanticCustomError("nul_character", "must not contain NUL characters")
+        return value
+
+
+class RawMessageOut(Schema):
+    messageId: str
+    threadId: str
+    sequenceNumber: int
+    role: str
+    content: str
+    createdAt: str
+    score: float
+
+
+class RecallOut(Schema):
+    episodes: list[dict[str, Any]]
+    facts: list[dict[str, Any]]
+    entities: list[dict[str, Any]]
+    raw: list[RawMessageOut]
+    synthesis: str | None
+    context: str
+    hasContext: bool
+
+
+@router.post(
+    "",
+    response={200: RecallOut, 400: ErrorOut, 401: ErrorOut, 502: ErrorOut},
+    summary="Recall long-term memory",
+)
+def recall(request: HttpRequest, payload: RecallIn) -> dict[str, Any]:
+    """Search the dataset's episodes, facts and raw messages (other threads than
+    ``threadId``) and optionally synthesise an answer; ``context`` is ready to inject."""
+    key = request.auth  # type: ignore[attr-defined]
+    assert isinstance(key, ApiKey)
+    return recall_domain.recall(
+        project=key.project,
+        dataset=payload.dataset,
+        query=payload.query,
+        include=list(dict.fromkeys(payload.include)),
+        limit=payload.limit,
+        thread_id=payload.threadId,
+    )
