@@ -47,11 +47,24 @@ _DECISION = re.compile(
     re.IGNORECASE,
 )
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
+# A sentence made only of these is chatter ("Great, thanks!", "Happy to help.").
 _FILLER = re.compile(
-    r"^(?:hi|hello|hey|thanks|thank you|ok|okay|sure|great|cool|yes|no|bye|good\s+\w+)\W*$",
+    r"^(?:(?:hi|hello|hey|there|thanks|thank you|thanks a lot|ok|okay|sure|great|cool|"
+    r"perfect|nice|awesome|yes|yeah|no|bye|goodbye|good\s+\w+|happy to help|"
+    r"you're welcome|no problem|sounds good|that sounds good(?: to me)?|got it|of course|"
+    r"how can i help(?: you)?(?: today)?)\W*)+$",
     re.IGNORECASE,
 )
 _WORD = re.compile(r"\w+", re.UNICODE)
+
+
+#: Previous-summary lines score this much extra: they were already chosen once.
+CARRY_BONUS = 1.0
+#: Share of the budget kept for this run's messages, so a full summary cannot crowd out
+#: everything new (the previous summary's lines may use the rest).
+FRESH_SHARE = 1 / 3
+#: Below this score a sentence is chatter ("ok thanks") and never kept.
+MIN_SCORE = 0.0
 
 
 @dataclass
@@ -59,6 +72,7 @@ class _Candidate:
     order: int
     text: str
     score: float
+    carried: bool
 
 
 def _sentences(text: str) -> list[str]:
@@ -67,6 +81,8 @@ def _sentences(text: str) -> list[str]:
 
 
 def _score(sentence: str) -> float:
+    if _FILLER.match(sentence):
+        return -3.0
     score = 0.0
     if _NUMBER.search(sentence):
         score += 2
@@ -78,52 +94,112 @@ def _score(sentence: str) -> float:
         score += 1.5
     score += min(len(_NAME.findall(sentence)), 3)
     words = len(sentence.split())
-    if words < 3 or _FILLER.match(sentence):
+    if words < 3:
         score -= 3
     return score
+
+
+def _carried_lines(previous_summary: str | None) -> list[str]:
+    """The previous summary as ``- ...`` lines: its short bullet lines as they are, the
+    sentences of prose and of long bullets (a summary another adapter wrote may be prose)."""
+    lines: list[str] = []
+    for line in (previous_summary or "").splitlines():
+        text = line.strip()
+        if not text or text == SUMMARY_HEADER:
+            continue
+        bullet = text.startswith("- ")
+        body = text[2:].strip() if bullet else text
+        if bullet and len(body) <= MAX_SENTENCE_CHARS:
+            lines.append(f"- {body}")
+        else:
+            lines.extend(f"- {sentence}" for sentence in _sentences(body))
+    return lines
+
+
+def _cut_to(text: str, max_tokens: int) -> str:
+    """The longest word prefix of ``text`` within ``max_tokens`` (characters when not even
+    one word fits)."""
+    words = text.split(" ")
+    kept: list[str] = []
+    for word in words:
+        if count_tokens(" ".join([*kept, word])) > max_tokens:
+            break
+        kept.append(word)
+    if kept:
+        return " ".join(kept)
+    out = ""
+    for ch in text:
+        if count_tokens(out + ch) > max_tokens:
+            break
+        out += ch
+    return out
+
+
+def _key(line: str) -> str:
+    return " ".join(line.casefold().split())
 
 
 def extractive_summary(
     *, previous_summary: str | None, messages: list[TranscriptMessage], max_tokens: int
 ) -> str:
-    """Return an extractive rolling summary of at most ``max_tokens`` tokens.
+    """Return an extractive rolling summary of at most ``max_tokens`` tokens
+    (memoryapp.tokens.count_tokens), the same text for the same input.
 
-    Lines of the previous summary come first and get a bonus so older context is
-    carried forward; new lines are ``- <role>: <sentence>``. When everything does not
-    fit, the lowest-scoring lines are left out; the kept ones stay in conversation order.
+    The text is SUMMARY_HEADER, then the previous summary's lines (carried forward, with a
+    CARRY_BONUS), then this run's sentences as ``- <role>: <sentence>``, each group in
+    conversation order. Sentences are scored for numbers, dates, decisions and
+    preferences, questions and names; chatter (score below MIN_SCORE) and repeated lines
+    are dropped. When everything does not fit, the lowest-scoring lines are left out
+    (newer first on ties), while FRESH_SHARE of the budget stays open to this run's
+    sentences. A budget too small for the header drops the header; one too small for any
+    whole line keeps the best line cut to fit.
     """
     candidates: list[_Candidate] = []
-    order = 0
-    if previous_summary:
-        for line in previous_summary.splitlines():
-            text = line.strip()
-            if not text or text == SUMMARY_HEADER:
-                continue
-            if not text.startswith("- "):
-                for sentence in _sentences(text):
-                    candidates.append(_Candidate(order, f"- {sentence}", _score(sentence) + 1))
-                    order += 1
-                continue
-            candidates.append(_Candidate(order, text, _score(text[2:]) + 1))
-            order += 1
+    seen: set[str] = set()
+    for line in _carried_lines(previous_summary):
+        key = _key(line)
+        if key not in seen:
+            seen.add(key)
+            candidates.append(
+                _Candidate(len(candidates), line, _score(line[2:]) + CARRY_BONUS, True)
+            )
     for message in messages:
         for sentence in _sentences(message.content):
-            candidates.append(
-                _Candidate(order, f"- {message.role}: {sentence}", _score(sentence))
-            )
-            order += 1
+            line = f"- {message.role}: {sentence}"
+            key = _key(line)
+            if key not in seen:
+                seen.add(key)
+                candidates.append(_Candidate(len(candidates), line, _score(sentence), False))
+    candidates = [c for c in candidates if c.score >= MIN_SCORE]
 
-    budget = max(max_tokens - count_tokens(SUMMARY_HEADER), 0)
+    header_cost = count_tokens(SUMMARY_HEADER)
+    # The header only when it leaves room for content; the budget is what counts.
+    header = [SUMMARY_HEADER] if max_tokens >= 2 * header_cost else []
+    budget = max_tokens - (header_cost if header else 0)
+    # Each line costs its tokens plus one for its newline; count_tokens of the joined text
+    # is never more than the sum, so the total stays within max_tokens.
+    costs = {c.order: count_tokens(c.text) + 1 for c in candidates}
+    fresh_total = sum(costs[c.order] for c in candidates if not c.carried)
+    carried_cap = budget - min(int(budget * FRESH_SHARE), fresh_total)
+
     chosen: list[_Candidate] = []
-    used = 0
-    for cand in sorted(candidates, key=lambda c: (-c.score, -c.order)):
-        cost = count_tokens(cand.text) + 1
-        if used + cost > budget:
+    used = carried_used = 0
+    ranked = sorted(candidates, key=lambda c: (-c.score, -c.order))
+    for cand in ranked:
+        cost = costs[cand.order]
+        if used + cost > budget or (cand.carried and carried_used + cost > carried_cap):
             continue
         chosen.append(cand)
         used += cost
+        if cand.carried:
+            carried_used += cost
+    if not chosen and ranked and budget > 0:
+        best = ranked[0]
+        cut = _cut_to(best.text, budget - 1 if header else budget)
+        if cut:
+            chosen.append(_Candidate(best.order, cut, best.score, best.carried))
     chosen.sort(key=lambda c: c.order)
-    return "\n".join([SUMMARY_HEADER, *(c.text for c in chosen)])
+    return "\n".join([*header, *(c.text for c in chosen)])
 
 
 class OfflineModel:
