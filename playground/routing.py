@@ -4,4 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-websocket_urlpatterns: list[Any] = []
+from django.urls import path
+
+from playground.consumers import ThreadConsumer
+
+websocket_urlpatterns: list[Any] = [
+    path("ws/threads/<uuid:thread_id>/", ThreadConsumer.as_asgi()),
+]

@@ -1,0 +1,224 @@
+"""playground.consumers: the live WebSocket of a thread, through the real ASGI stack
+(origin check, session auth, URL routing; issue 4 item 3)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import User
+from django.test import Client
+
+from memoryapp import working
+from memoryapp.asgi import application
+from memoryapp.chat import chat_turn
+from memoryapp.models import ApiKey, Membership, Message, Project, Thread
+from playground.consumers import CLOSE_FORBIDDEN
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TIMEOUT = 5  # seconds to wait for a frame; generous for a busy 2-core machine
+
+
+@pytest.fixture(autouse=True)
+async def fresh_layer() -> AsyncIterator[None]:
+    """Each test starts with an empty in-memory channel layer (groups of earlier tests
+    belonged to event loops that are gone)."""
+    layer = get_channel_layer()
+    assert layer is not None
+    await layer.flush()
+    yield
+    await layer.flush()
+
+
+def _setup() -> tuple[Project, Thread, User, str]:
+    project = Project.objects.create(slug="acme", name="Acme")
+    thread = working.thread_create(project=project, dataset="user_42")
+    user = User.objects.create_user(username="member")
+    Membership.objects.create(user=user, project=project)
+    _, key = ApiKey.issue(project=project, name="test")
+    return project, thread, user, key
+
+
+def _session_cookie(user: User | None) -> str:
+    if user is None:
+        return ""
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}"
+
+
+async def _connect(
+    thread_id: Any, project_id: Any, user: User | None
+) -> tuple[WebsocketCommunicator, bool, Any]:
+    cookie = await sync_to_async(_session_cookie)(user)
+    headers = [(b"origin", b"http://testserver")]
+    if cookie:
+        headers.append((b"cookie", cookie.encode()))
+    communicator = WebsocketCommunicator(
+        application, f"/ws/threads/{thread_id}/?projectId={project_id}", headers=headers
+    )
+    connected, subprotocol = await communicator.connect(timeout=TIMEOUT)
+    return communicator, connected, subprotocol
+
+
+async def _frames_until(communicator: WebsocketCommunicator, event: str) -> list[dict[str, Any]]:
+    frames = []
+    while True:
+        frame = await communicator.receive_json_from(timeout=TIMEOUT)
+        frames.append(frame)
+        if frame["event"] == event:
+            return frames
+
+
+async def _refused(communicator: WebsocketCommunicator, connected: bool) -> None:
+    # Accepted, then closed at once with 4403, so a browser sees the code.
+    assert connected is True
+    assert await communicator.receive_output(timeout=TIMEOUT) == {
+        "type": "websocket.close",
+        "code": CLOSE_FORBIDDEN,
+    }
+
+
+async def test_it_forwards_an_api_append_to_a_subscribed_client() -> None:
+    project, thread, user, key = await sync_to_async(_setup)()
+    communicator, connected, _ = await _connect(thread.id, project.pk, user)
+    try:
+        assert connected is True
+        api = Client()
+        url = f"/v1/memory/working/threads/{thread.id}/messages"
+        for content in ("first", "second"):
+            resp = await sync_to_async(api.post)(
+                url,
+                data=json.dumps({"role": "user", "content": content}),
+                content_type="application/json",
+                headers={"Authorization": f"Bearer {key}"},
+            )
+            assert resp.status_code == 201
+        first = await communicator.receive_json_from(timeout=TIMEOUT)
+        second = await communicator.receive_json_from(timeout=TIMEOUT)
+        row = await Message.objects.aget(thread=thread, sequence_number=2)
+        assert first["event"] == "message.appended"
+        assert first["data"]["sequenceNumber"] == 1
+        assert second == {
+            "event": "message.appended",
+            "threadId": str(thread.id),
+            "data": working.message_to_dict(row),
+        }
+        assert second["data"]["content"] == "second"
+        assert await communicator.receive_nothing(timeout=0.1)
+    finally:
+        await communicator.disconnect()
+
+
+async def test_it_forwards_a_compaction_to_a_subscribed_client() -> None:
+    project, thread, user, _ = await sync_to_async(_setup)()
+    await sync_to_async(working.thread_update)(
+        thread=thread, changes={"auto_compact_threshold": 3}
+    )
+    communicator, connected, _ = await _connect(thread.id, project.pk, user)
+    try:
+        assert connected is True
+        for content in ("We have two kids.", "And a dog called Rex.", "Which car fits?"):
+            await sync_to_async(working.message_append)(thread=thread, role="user", content=content)
+        frames = await _frames_until(communicator, "thread.compacted")
+        summary = await Message.objects.aget(thread=thread, is_summary=True)
+        assert [(f["event"], f["data"].get("sequenceNumber")) for f in frames] == [
+            ("message.appended", 1),
+            ("message.appended", 2),
+            ("message.appended", 3),
+            ("message.appended", 4),
+            ("thread.compacted", None),
+        ]
+        assert frames[3]["data"]["summary"] == {"fromSequence": 1, "toSequence": 2}
+        assert frames[4]["data"] == {
+            "threadId": str(thread.id),
+            "summaryMessageId": str(summary.id),
+            "compactedCount": 2,
+            "fromSequence": 1,
+            "toSequence": 2,
+        }
+    finally:
+        await communicator.disconnect()
+
+
+async def test_it_streams_a_chat_turn_to_a_subscribed_client() -> None:
+    project, thread, user, _ = await sync_to_async(_setup)()
+    communicator, connected, _ = await _connect(thread.id, project.pk, user)
+    try:
+        assert connected is True
+        body = await sync_to_async(chat_turn)(
+            thread=thread, user=user, content="hello there", system_prompt="Be brief."
+        )
+        frames = await _frames_until(communicator, "chat.done")
+        events = [f["event"] for f in frames]
+        assert events[0] == "message.appended"  # the user message, stored first
+        assert frames[0]["data"]["sequenceNumber"] == 1
+        deltas = [f["data"] for f in frames if f["event"] == "chat.delta"]
+        assert len(deltas) > 1
+        assert {d["turnId"] for d in deltas} == {body["turnId"]}
+        assert "".join(d["text"] for d in deltas) == body["assistantMessage"]["content"]
+        assert events[-2:] == ["message.appended", "chat.done"]
+        assert frames[-2]["data"]["sequenceNumber"] == 2
+        assert frames[-1]["data"] == body
+    finally:
+        await communicator.disconnect()
+
+
+async def test_it_refuses_an_anonymous_client() -> None:
+    project, thread, _, _ = await sync_to_async(_setup)()
+    communicator, connected, _ = await _connect(thread.id, project.pk, None)
+    try:
+        await _refused(communicator, connected)
+    finally:
+        await communicator.disconnect()
+
+
+async def test_it_refuses_a_client_of_another_project() -> None:
+    project, thread, _, _ = await sync_to_async(_setup)()
+
+    def outsider() -> tuple[User, Project]:
+        user = User.objects.create_user(username="outsider")
+        other = Project.objects.create(slug="other", name="Other")
+        Membership.objects.create(user=user, project=other)
+        return user, other
+
+    user, other = await sync_to_async(outsider)()
+    for project_id in (project.pk, other.pk):
+        communicator, connected, _ = await _connect(thread.id, project_id, user)
+        try:
+            await _refused(communicator, connected)
+        finally:
+            await communicator.disconnect()
+    # Nothing was subscribed: an append reaches no one and fails nothing.
+    await sync_to_async(working.message_append)(thread=thread, role="user", content="private")
+
+
+async def test_it_refuses_a_thread_outside_the_given_project() -> None:
+    project, _, user, _ = await sync_to_async(_setup)()
+
+    def foreign_thread() -> Thread:
+        other = Project.objects.create(slug="other", name="Other")
+        return working.thread_create(project=other, dataset="user_42")
+
+    foreign = await sync_to_async(foreign_thread)()
+    communicator, connected, _ = await _connect(foreign.id, project.pk, user)
+    try:
+        await _refused(communicator, connected)
+    finally:
+        await communicator.disconnect()
+
+
+@pytest.mark.parametrize("project_id", ["", "abc", "-1", "99999999999999999999"])
+async def test_it_refuses_a_malformed_project_id(project_id: str) -> None:
+    _, thread, user, _ = await sync_to_async(_setup)()
+    communicator, connected, _ = await _connect(thread.id, project_id, user)
+    try:
+        await _refused(communicator, connected)
+    finally:
+        await communicator.disconnect()
