@@ -6,17 +6,93 @@ rejected (spec 002 "Field rename"; DESIGN.md section 6 item 7).
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
 from django.conf import settings
 from ninja import Schema
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
 Role = Literal["user", "assistant", "system", "tool"]
+
+# The largest value the integer columns (tokens, latency) hold on every database:
+# PostgreSQL's ``integer``. Anything larger would fail in the database, not here.
+INT32_MAX = 2**31 - 1
+# Nesting depth allowed in free-form JSON (thread metadata); deeper documents would come
+# close to Python's recursion limit when the database layer serialises them.
+JSON_MAX_DEPTH = 32
+
+
+def clean_text(value: str) -> str:
+    """Return ``value`` if every database can store it as given, else raise a pydantic error.
+
+    Refuses NUL characters (PostgreSQL text and jsonb cannot hold them; DESIGN.md section 6
+    item 6) with code ``nul_character`` and unpaired surrogates (a JSON ``"\\ud800"``
+    escape decodes to one; it has no UTF-8 form) with code ``invalid_unicode``.
+    """
+    if "\x00" in value:
+        raise PydanticCustomError("nul_character", "text must not contain NUL characters")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise PydanticCustomError(
+                "invalid_unicode", "text must not contain unpaired surrogates"
+            ) from None
+    return value
+
+
+def clean_json(value: Any) -> Any:
+    """Check free-form JSON (thread metadata) with clean_text on every key and string.
+
+    Also refuses NaN and Infinity (``non_finite_number``: JSON columns reject them) and
+    nesting deeper than JSON_MAX_DEPTH (``too_deep``). Walks iteratively, so a deep
+    document cannot exhaust the stack here.
+    """
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            clean_text(item)
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise PydanticCustomError(
+                    "non_finite_number", "numbers must be finite (no NaN or Infinity)"
+                )
+        elif isinstance(item, dict | list):
+            if depth >= JSON_MAX_DEPTH:
+                raise PydanticCustomError(
+                    "too_deep", "JSON is nested more than {limit} levels", {"limit": JSON_MAX_DEPTH}
+                )
+            if isinstance(item, dict):
+                for key, child in item.items():
+                    clean_text(key)
+                    stack.append((child, depth + 1))
+            else:
+                stack.extend((child, depth + 1) for child in item)
+    return value
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise PydanticCustomError("blank", "must not be blank")
+    return value
+
+
+# Length constraints sit on the str itself so errors keep pydantic's string_too_long codes.
+Text = Annotated[str, AfterValidator(clean_text)]
+ShortText = Annotated[str, Field(max_length=200), AfterValidator(clean_text)]
+Dataset = Annotated[
+    str, Field(min_length=1, max_length=200), AfterValidator(clean_text), AfterValidator(_not_blank)
+]
+TagList = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=100), AfterValidator(clean_text)]],
+    Field(max_length=50),
+]
+JsonObject = Annotated[dict[str, Any], AfterValidator(clean_json)]
 # strict: 1.5, "12", true and 12.0 are all refused rather than coerced.
-NonNegInt = Annotated[int, Field(strict=True, ge=0)]
-ShortText = Annotated[str, Field(max_length=200)]
+NonNegInt = Annotated[int, Field(strict=True, ge=0, le=INT32_MAX)]
 
 
 class Issue(Schema):
@@ -34,7 +110,10 @@ class ErrorOut(Schema):
     issues: list[Issue] | None = None
 
 
-class _In(Schema):
+class _In(BaseModel):
+    # A plain pydantic model, not ninja's Schema: Schema reads attributes off whatever it
+    # is given, so a list or a string in place of an object would validate as all
+    # defaults (``"tokens": [1]`` became zero tokens) instead of being refused.
     model_config = ConfigDict(extra="ignore")
 
 
@@ -44,25 +123,18 @@ class _In(Schema):
 class ThreadIn(_In):
     """POST /v1/memory/working/threads."""
 
-    dataset: Annotated[str, Field(min_length=1, max_length=200)]
-    tags: Annotated[list[Annotated[str, Field(min_length=1, max_length=100)]], Field(max_length=50)] = []
-    metadata: dict[str, Any] = {}
+    dataset: Dataset
+    tags: TagList = []
+    metadata: JsonObject = {}
     autoCompactThreshold: Annotated[int, Field(strict=True, ge=2, le=100_000)] | None = None
-
-    @field_validator("dataset")
-    @classmethod
-    def _dataset_not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise PydanticCustomError("blank", "dataset must not be blank")
-        return value
 
 
 class ThreadPatchIn(_In):
     """PATCH /v1/memory/working/threads/{threadId}: any subset of the create fields."""
 
-    dataset: Annotated[str, Field(min_length=1, max_length=200)] | None = None
-    tags: Annotated[list[Annotated[str, Field(min_length=1, max_length=100)]], Field(max_length=50)] | None = None
-    metadata: dict[str, Any] | None = None
+    dataset: Dataset | None = None
+    tags: TagList | None = None
+    metadata: JsonObject | None = None
     autoCompactThreshold: Annotated[int, Field(strict=True, ge=2, le=100_000)] | None = None
 
 
@@ -122,13 +194,22 @@ class MessageIn(_In):
     @field_validator("content")
     @classmethod
     def _content_rules(cls, value: str) -> str:
-        # DESIGN.md section 6 item 6.
+        # DESIGN.md section 6 item 6: non-empty after trimming, no NUL, at most the limit
+        # in UTF-8 bytes. Size is checked last so a huge blank body still says "blank".
         if "\x00" in value:
             raise PydanticCustomError("nul_character", "content must not contain NUL characters")
+        if value.isascii():
+            size = len(value)
+        else:
+            try:
+                size = len(value.encode("utf-8"))
+            except UnicodeEncodeError:
+                raise PydanticCustomError(
+                    "invalid_unicode", "content must not contain unpaired surrogates"
+                ) from None
         if not value.strip():
             raise PydanticCustomError("blank", "content must be non-empty")
         limit = int(settings.MEMORY_MAX_CONTENT_BYTES)
-        size = len(value.encode("utf-8", errors="surrogatepass"))
         if size > limit:
             raise PydanticCustomError(
                 "content_too_large",
@@ -189,10 +270,12 @@ class MessageListOut(Schema):
 
 
 class ThreadListQuery(Schema):
-    dataset: str | None = None
-    tag: str | None = None
+    """GET /working/threads query: filters and the opaque ``nextCursor`` of the last page."""
+
+    dataset: Text | None = None
+    tag: Text | None = None
     limit: Annotated[int, Field(ge=1, le=100)] = 20
-    cursor: str | None = None
+    cursor: Annotated[str, Field(max_length=500), AfterValidator(clean_text)] | None = None
 
 
 # --- prepare, compact, stats ----------------------------------------------------------------

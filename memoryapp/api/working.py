@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
-from ninja import Body, Query, Router
+from ninja import Body, Query, Router, Status
 
 from memoryapp import compaction, working
 from memoryapp.api.schemas import (
@@ -44,7 +44,7 @@ def _project(request: HttpRequest) -> Project:
 
 
 @router.post("/threads", response={201: ThreadOut, **ERRORS}, summary="Create a thread")
-def create_thread(request: HttpRequest, payload: ThreadIn) -> tuple[int, dict[str, Any]]:
+def create_thread(request: HttpRequest, payload: ThreadIn) -> Status[dict[str, Any]]:
     thread = working.thread_create(
         project=_project(request),
         dataset=payload.dataset,
@@ -52,7 +52,7 @@ def create_thread(request: HttpRequest, payload: ThreadIn) -> tuple[int, dict[st
         metadata=payload.metadata,
         auto_compact_threshold=payload.autoCompactThreshold,
     )
-    return 201, working.thread_to_dict(thread)
+    return Status(201, working.thread_to_dict(thread))
 
 
 @router.get("/threads", response={200: ThreadListOut, **ERRORS}, summary="List threads")
@@ -73,7 +73,9 @@ def get_thread(request: HttpRequest, thread_id: str) -> dict[str, Any]:
     return working.thread_to_dict(thread)
 
 
-@router.patch("/threads/{thread_id}", response={200: ThreadOut, **ERRORS}, summary="Update a thread")
+@router.patch(
+    "/threads/{thread_id}", response={200: ThreadOut, **ERRORS}, summary="Update a thread"
+)
 def patch_thread(request: HttpRequest, thread_id: str, payload: ThreadPatchIn) -> dict[str, Any]:
     thread = working.thread_get(project=_project(request), thread_id=thread_id)
     given = payload.model_dump(exclude_unset=True)
@@ -89,10 +91,10 @@ def patch_thread(request: HttpRequest, thread_id: str, payload: ThreadPatchIn) -
 
 
 @router.delete("/threads/{thread_id}", response={204: None, **ERRORS}, summary="Delete a thread")
-def delete_thread(request: HttpRequest, thread_id: str) -> tuple[int, None]:
+def delete_thread(request: HttpRequest, thread_id: str) -> Status[None]:
     thread = working.thread_get(project=_project(request), thread_id=thread_id)
     working.thread_delete(thread=thread)
-    return 204, None
+    return Status(204, None)
 
 
 @router.post(
@@ -102,20 +104,24 @@ def delete_thread(request: HttpRequest, thread_id: str) -> tuple[int, None]:
 )
 def append_message(
     request: HttpRequest, thread_id: str, payload: MessageIn, response: HttpResponse
-) -> tuple[int, dict[str, Any]]:
+) -> Status[dict[str, Any]]:
     """sequenceNumber is assigned by the server; send ``Idempotency-Key`` to make retries safe."""
     thread = working.thread_get(project=_project(request), thread_id=thread_id)
     key = request.headers.get("Idempotency-Key")
-    if key is not None and not (0 < len(key.strip()) <= 255):
-        raise InvalidInput(
-            [
-                {
-                    "path": ["Idempotency-Key"],
-                    "message": "Idempotency-Key must be 1 to 255 characters",
-                    "code": "invalid_header",
-                }
-            ]
-        )
+    if key is not None:
+        key = key.strip()
+        # Printable characters only: a control character (NUL above all) could not be
+        # stored on PostgreSQL, and no HTTP client sends one on purpose.
+        if not (0 < len(key) <= 255) or not key.isprintable():
+            raise InvalidInput(
+                [
+                    {
+                        "path": ["Idempotency-Key"],
+                        "message": "Idempotency-Key must be 1 to 255 printable characters",
+                        "code": "invalid_header",
+                    }
+                ]
+            )
     tokens = None
     if payload.tokens is not None:
         t = payload.tokens
@@ -132,11 +138,11 @@ def append_message(
         model=payload.model,
         latency_ms=payload.latencyMs,
         metadata=metadata,
-        idempotency_key=key.strip() if key else None,
+        idempotency_key=key,
     )
     if result.replayed:
         response["Idempotent-Replayed"] = "true"
-    return 201, result.to_dict()
+    return Status(201, result.to_dict())
 
 
 @router.get(
@@ -166,7 +172,9 @@ def list_messages(
     summary="The LLM-ready context window",
 )
 def prepare(
-    request: HttpRequest, thread_id: str, payload: PrepareIn | None = Body(None)  # noqa: B008
+    request: HttpRequest,
+    thread_id: str,
+    payload: PrepareIn | None = Body(None),  # noqa: B008
 ) -> dict[str, Any]:
     """Pure SQL, no model call: [active summary] + the newest un-compacted messages."""
     limit = payload.messageLimit if payload is not None else 20
@@ -188,7 +196,9 @@ def compact(request: HttpRequest, thread_id: str) -> dict[str, Any]:
     return result.to_dict()
 
 
-@router.get("/threads/{thread_id}/stats", response={200: StatsOut, **ERRORS}, summary="Thread stats")
+@router.get(
+    "/threads/{thread_id}/stats", response={200: StatsOut, **ERRORS}, summary="Thread stats"
+)
 def stats(request: HttpRequest, thread_id: str) -> dict[str, Any]:
     thread = working.thread_get(project=_project(request), thread_id=thread_id)
     return working.thread_stats(thread=thread)

@@ -1,0 +1,115 @@
+"""Management commands: ``create_api_key`` (and ``demo_setup``'s key line).
+
+Keys are stored only as a SHA-256 hash; the secret is printed once, alone on the last
+line of stdout, so scripts can take it with ``| tail -n 1`` (DESIGN.md section 4).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.test import Client
+
+from memoryapp.models import ApiKey, Project
+from tests.conftest import BASE
+
+SECRET_RE = re.compile(r"^mk_([0-9a-f]{8})_[A-Za-z0-9_-]{32}$")
+
+
+def create_api_key(*args: str) -> tuple[str, str]:
+    out, err = StringIO(), StringIO()
+    call_command("create_api_key", *args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def works(secret: str) -> int:
+    return Client(headers={"Authorization": f"Bearer {secret}"}).get(f"{BASE}/threads").status_code
+
+
+def test_it_prints_the_new_secret_alone_on_the_last_line(project: Project) -> None:
+    out, err = create_api_key("--project", "acme", "--name", "ci")
+
+    secret = out.splitlines()[-1]
+    match = SECRET_RE.match(secret)
+    assert match, out
+    assert out == secret + "\n"  # nothing else on stdout
+    key = ApiKey.objects.get(project=project)
+    assert (key.name, key.prefix) == ("ci", match.group(1))
+    assert "acme" in err
+    assert works(secret) == 200
+
+
+def test_it_stores_only_the_hash_of_the_secret(project: Project) -> None:
+    out, _ = create_api_key("--project", "acme")
+    secret = out.splitlines()[-1]
+    random_part = secret.rsplit("_", 1)[1]
+
+    key = ApiKey.objects.get(project=project)
+    stored = [str(v) for v in ApiKey.objects.filter(pk=key.pk).values().get().values()]
+
+    assert key.hash == hashlib.sha256(secret.encode()).hexdigest()
+    assert not any(random_part in value for value in stored)
+    assert not any(secret in value for value in stored)
+
+
+def test_it_refuses_an_unknown_project_without_create(db: None) -> None:
+    with pytest.raises(CommandError, match="No project 'ghost'; pass --create"):
+        create_api_key("--project", "ghost")
+
+    assert not Project.objects.filter(slug="ghost").exists()
+    assert ApiKey.objects.count() == 0
+
+
+def test_it_creates_the_project_with_create(db: None) -> None:
+    out, err = create_api_key("--project", "newco", "--create")
+
+    project = Project.objects.get(slug="newco")
+    assert ApiKey.objects.get().project == project
+    assert "Created project 'newco'" in err
+    assert works(out.splitlines()[-1]) == 200
+
+
+def test_it_does_not_duplicate_an_existing_project_with_create(project: Project) -> None:
+    create_api_key("--project", "acme", "--create")
+
+    assert Project.objects.filter(slug="acme").count() == 1
+    assert ApiKey.objects.get().project == project
+
+
+def test_it_issues_a_distinct_key_every_run(project: Project) -> None:
+    first = create_api_key("--project", "acme")[0].splitlines()[-1]
+    second = create_api_key("--project", "acme")[0].splitlines()[-1]
+
+    assert first != second
+    assert ApiKey.objects.filter(project=project).count() == 2
+    assert (works(first), works(second)) == (200, 200)
+
+
+def test_it_revokes_one_key_and_keeps_the_others(project: Project) -> None:
+    first = create_api_key("--project", "acme")[0].splitlines()[-1]
+    second = create_api_key("--project", "acme")[0].splitlines()[-1]
+    key = ApiKey.objects.get(hash=hashlib.sha256(first.encode()).hexdigest())
+
+    key.revoke()
+    revoked_at = key.revoked
+    key.revoke()
+
+    assert (works(first), works(second)) == (401, 200)
+    key.refresh_from_db()
+    assert key.revoked == revoked_at
+    assert ApiKey.authenticate(first) is None
+
+
+def test_it_prints_an_export_line_for_the_demo_key(db: None) -> None:
+    out = StringIO()
+    call_command("demo_setup", stdout=out)
+
+    export = [line.strip() for line in out.getvalue().splitlines() if "export KEY=" in line]
+    assert len(export) == 1
+    secret = export[0].removeprefix("export KEY=")
+    assert SECRET_RE.match(secret)
+    assert works(secret) == 200

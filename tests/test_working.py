@@ -1,0 +1,350 @@
+"""Domain-level tests of memoryapp/working.py: threads, append, list, stats (spec 000 and 002)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from memoryapp import compaction, working
+from memoryapp.errors import IdempotencyConflict, InvalidInput, ThreadNotFound
+from memoryapp.models import Message, Project, Thread, ThreadTag
+
+
+def at(iso: str) -> datetime:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00"))
+
+
+class Clock:
+    """A settable stand-in for django.utils.timezone.now."""
+
+    def __init__(self) -> None:
+        self.now = at("2026-08-16T09:00:00.000Z")
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[Clock]:
+    from django.utils import timezone
+
+    fake = Clock()
+    monkeypatch.setattr(timezone, "now", fake)
+    yield fake
+
+
+@pytest.fixture
+def thread(project: Project) -> Thread:
+    return working.thread_create(project=project, dataset="user_42")
+
+
+def append(thread: Thread, content: str = "hello", role: str = "user", **extra: Any) -> Message:
+    return working.message_append(thread=thread, role=role, content=content, **extra).message
+
+
+def fresh(thread: Thread) -> Thread:
+    return Thread.objects.get(pk=thread.pk)
+
+
+# --- Threads ------------------------------------------------------------------------------
+
+
+def test_it_cleans_and_indexes_tags_on_create(project: Project) -> None:
+    thread = working.thread_create(
+        project=project, dataset="user_1", tags=[" cars", "cars", "", "  ", "boats "]
+    )
+
+    assert thread.tags == ["cars", "boats"]
+    assert sorted(ThreadTag.objects.filter(thread=thread).values_list("name", flat=True)) == [
+        "boats",
+        "cars",
+    ]
+
+
+def test_it_finds_a_thread_only_in_its_project(project: Project, thread: Thread) -> None:
+    other = Project.objects.create(slug="other", name="Other")
+
+    assert working.thread_get(project=project, thread_id=str(thread.pk)) == thread
+    assert working.thread_get(project=project, thread_id=thread.pk) == thread
+    for bad in ["not-a-uuid", "", str(uuid.uuid4())]:
+        with pytest.raises(ThreadNotFound):
+            working.thread_get(project=project, thread_id=bad)
+    with pytest.raises(ThreadNotFound):
+        working.thread_get(project=other, thread_id=thread.pk)
+
+
+def test_it_updates_only_the_given_fields(thread: Thread) -> None:
+    updated = working.thread_update(
+        thread=thread, changes={"tags": ["x"], "auto_compact_threshold": 10}
+    )
+    untouched = working.thread_update(thread=updated, changes={})
+
+    row = fresh(thread)
+    assert (row.dataset, row.tags, row.metadata, row.auto_compact_threshold) == (
+        "user_42",
+        ["x"],
+        {},
+        10,
+    )
+    assert untouched.tags == ["x"]
+    assert list(ThreadTag.objects.filter(thread=thread).values_list("name", flat=True)) == ["x"]
+
+
+def test_it_deletes_a_thread_with_its_messages_and_summary(thread: Thread) -> None:
+    for i in range(3):
+        append(thread, f"m{i}")
+    assert compaction.compact(thread_id=thread.pk) is not None
+
+    working.thread_delete(thread=thread)
+
+    assert not Thread.objects.filter(pk=thread.pk).exists()
+    assert not Message.objects.filter(thread_id=thread.pk).exists()
+    assert not ThreadTag.objects.filter(thread_id=thread.pk).exists()
+
+
+def test_it_pages_threads_newest_first(project: Project) -> None:
+    threads = [working.thread_create(project=project, dataset="d") for _ in range(3)]
+    for minutes, thread in enumerate(threads):
+        Thread.objects.filter(pk=thread.pk).update(
+            created=at("2026-08-16T09:00:00Z") + timedelta(minutes=minutes)
+        )
+
+    page1, cursor1 = working.thread_list(project=project, limit=2)
+    page2, cursor2 = working.thread_list(project=project, limit=2, cursor=cursor1)
+
+    assert [t.pk for t in page1] == [threads[2].pk, threads[1].pk]
+    assert [t.pk for t in page2] == [threads[0].pk]
+    assert cursor1 is not None
+    assert cursor2 is None
+
+
+@pytest.mark.parametrize("cursor", ["garbage", "Zm9v", "!!!!", "MjAyNi0wOC0xNnxub3QtYS11dWlk"])
+def test_it_refuses_a_malformed_cursor(project: Project, cursor: str) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        working.thread_list(project=project, cursor=cursor)
+
+    assert caught.value.issues == [
+        {"path": ["cursor"], "message": "Malformed cursor", "code": "invalid_cursor"}
+    ]
+
+
+# --- Append -------------------------------------------------------------------------------
+
+
+def test_it_numbers_messages_from_one_without_gaps(thread: Thread) -> None:
+    numbers = [append(thread, f"m{i}").sequence_number for i in range(5)]
+
+    row = fresh(thread)
+    assert numbers == [1, 2, 3, 4, 5]
+    assert (row.next_sequence, row.uncompacted_count, row.message_total) == (6, 5, 5)
+
+
+def test_it_keeps_the_thread_counters_for_stats(thread: Thread, clock: Clock) -> None:
+    clock.now = at("2026-08-16T09:00:00.000Z")
+    append(thread, tokens={"input": 10, "output": 20, "total": 30})
+    clock.now = at("2026-08-16T09:00:05.250Z")
+    append(thread)
+
+    row = fresh(thread)
+    assert (row.tokens_input, row.tokens_output, row.tokens_total, row.messages_with_tokens) == (
+        10,
+        20,
+        30,
+        1,
+    )
+    assert (row.first_message_at, row.last_message_at, row.last_activity) == (
+        at("2026-08-16T09:00:00.000Z"),
+        at("2026-08-16T09:00:05.250Z"),
+        at("2026-08-16T09:00:05.250Z"),
+    )
+
+
+def test_it_stores_every_field_of_a_message(thread: Thread, clock: Clock) -> None:
+    clock.now = at("2026-08-16T09:14:02.114999Z")
+    result = working.message_append(
+        thread=thread,
+        role="assistant",
+        content="The Toyota Corolla Hybrid is a great fit.",
+        tokens={"input": 512, "output": 128, "total": 640},
+        model="gpt-4o",
+        latency_ms=840,
+        metadata={"stopReason": "stop", "agentName": "support-bot"},
+    )
+
+    assert result.to_dict() == {
+        "messageId": str(result.message.id),
+        "threadId": str(thread.pk),
+        "sequenceNumber": 1,
+        "role": "assistant",
+        "createdAt": "2026-08-16T09:14:02.114Z",
+        "compacted": False,
+    }
+    assert working.message_to_dict(Message.objects.get(pk=result.message.pk)) == {
+        "messageId": str(result.message.id),
+        "threadId": str(thread.pk),
+        "role": "assistant",
+        "content": "The Toyota Corolla Hybrid is a great fit.",
+        "sequenceNumber": 1,
+        "tokens": {"input": 512, "output": 128, "total": 640},
+        "model": "gpt-4o",
+        "latencyMs": 840,
+        "metadata": {"stopReason": "stop", "agentName": "support-bot"},
+        "compactedAt": None,
+        "createdAt": "2026-08-16T09:14:02.114Z",
+    }
+
+
+def test_it_replays_an_idempotent_append(thread: Thread) -> None:
+    first = working.message_append(thread=thread, role="user", content="hi", idempotency_key="k")
+    again = working.message_append(thread=thread, role="user", content="hi", idempotency_key="k")
+
+    assert (first.replayed, again.replayed) == (False, True)
+    assert again.to_dict() == first.to_dict()
+    assert Message.objects.filter(thread=thread).count() == 1
+    assert fresh(thread).next_sequence == 2
+
+
+@pytest.mark.parametrize(("role", "content"), [("user", "bye"), ("assistant", "hi")])
+def test_it_refuses_a_reused_idempotency_key(thread: Thread, role: str, content: str) -> None:
+    working.message_append(thread=thread, role="user", content="hi", idempotency_key="k")
+
+    with pytest.raises(IdempotencyConflict):
+        working.message_append(thread=thread, role=role, content=content, idempotency_key="k")
+
+    assert Message.objects.filter(thread=thread).count() == 1
+
+
+def test_it_raises_not_found_when_the_thread_was_deleted_meanwhile(thread: Thread) -> None:
+    Thread.objects.filter(pk=thread.pk).delete()
+
+    with pytest.raises(ThreadNotFound):
+        append(thread)
+
+
+def test_it_trips_auto_compaction_at_the_threshold(project: Project) -> None:
+    thread = working.thread_create(project=project, dataset="d", auto_compact_threshold=3)
+
+    results = [
+        working.message_append(thread=thread, role="user", content=f"m{i}", idempotency_key=f"k{i}")
+        for i in range(1, 4)
+    ]
+    replay = working.message_append(thread=thread, role="user", content="m3", idempotency_key="k3")
+
+    assert [r.compacted for r in results] == [False, False, True]
+    assert (replay.replayed, replay.compacted) == (True, True)
+    rows = list(Message.objects.filter(thread=thread).order_by("sequence_number"))
+    assert [(m.sequence_number, m.is_summary, m.compacted_at is not None) for m in rows] == [
+        (1, False, True),
+        (2, False, True),
+        (3, False, False),
+        (4, True, False),
+    ]
+    assert (rows[3].covers_from_sequence, rows[3].covers_to_sequence) == (1, 2)
+
+
+# --- List ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def six(thread: Thread) -> Thread:
+    for i in range(1, 7):
+        append(thread, f"message {i}")
+    return fresh(thread)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected", "has_more"),
+    [
+        ({"order": "desc", "limit": 2}, [6, 5], True),
+        ({"order": "desc", "limit": 2, "before": 5}, [4, 3], True),
+        ({"order": "desc", "limit": 2, "before": 3}, [2, 1], False),
+        ({"order": "asc", "limit": 2, "before": 4}, [1, 2], True),
+        ({"order": "asc", "limit": 20}, [1, 2, 3, 4, 5, 6], False),
+        ({"order": "asc", "limit": 6}, [1, 2, 3, 4, 5, 6], False),
+        ({"order": "asc", "limit": 5}, [1, 2, 3, 4, 5], True),
+        ({"order": "asc", "limit": 2, "after": 4}, [5, 6], False),
+        ({"order": "desc", "limit": 10, "after": 2, "before": 6}, [5, 4, 3], False),
+        ({"order": "asc", "limit": 3, "before": 1}, [], False),
+    ],
+)
+def test_it_lists_messages_by_sequence(
+    six: Thread, kwargs: dict[str, Any], expected: list[int], has_more: bool
+) -> None:
+    page = working.message_list(thread=six, **kwargs)
+
+    assert [m["sequenceNumber"] for m in page["messages"]] == expected
+    assert (page["total"], page["hasMore"]) == (6, has_more)
+
+
+def test_it_orders_by_sequence_not_by_timestamp(thread: Thread, clock: Clock) -> None:
+    # The clock runs backwards: timestamp order is the reverse of sequence order.
+    for i in range(5):
+        clock.now = at("2026-08-16T10:00:00.000Z") - timedelta(milliseconds=i)
+        append(thread, f"m{i}")
+    clock.now = at("2026-08-16T10:00:00.000Z")
+    append(thread, "same millisecond as m0")
+
+    page = working.message_list(thread=fresh(thread), limit=20)
+    window = working.prepare(
+        thread=working.thread_get(project=thread.project, thread_id=thread.pk, with_summary=True)
+    )
+
+    assert [m["content"] for m in page["messages"]] == [
+        "m0",
+        "m1",
+        "m2",
+        "m3",
+        "m4",
+        "same millisecond as m0",
+    ]
+    assert [m["content"] for m in window["messages"]] == [m["content"] for m in page["messages"]]
+
+
+# --- Stats --------------------------------------------------------------------------------
+
+
+def test_it_reports_stats_from_the_counters(thread: Thread, clock: Clock) -> None:
+    clock.now = at("2026-08-16T09:00:00.000Z")
+    append(thread, tokens={"input": 3, "output": 4, "total": 7})
+    clock.now = at("2026-08-16T09:01:00.999Z")
+    append(thread, tokens={"input": 1, "output": 1, "total": 2})
+    append(thread)
+
+    stats = working.thread_stats(thread=fresh(thread))
+
+    assert stats["messageCount"] == 3
+    assert stats["tokenUsage"] == {
+        "totalInput": 4,
+        "totalOutput": 5,
+        "totalTokens": 9,
+        "averagePerMessage": 4,  # 9 tokens over the 2 messages that carried them, rounded
+    }
+    assert stats["sessionDuration"] == {"ms": 60999, "seconds": 60}
+    assert stats["lastActivityAt"] == "2026-08-16T09:01:00.999Z"
+
+
+def test_it_leaves_the_summary_out_of_the_session_duration(thread: Thread, clock: Clock) -> None:
+    clock.now = at("2026-08-16T09:00:00.000Z")
+    append(thread, "one")
+    clock.now = at("2026-08-16T09:00:02.000Z")
+    append(thread, "two")
+    clock.now = at("2026-08-16T10:00:00.000Z")
+    summary = compaction.compact(thread_id=thread.pk)
+
+    stats = working.thread_stats(thread=fresh(thread))
+
+    assert summary is not None
+    assert stats["messageCount"] == 1  # only the summary row is un-compacted
+    assert stats["sessionDuration"] == {"ms": 2000, "seconds": 2}
+    assert stats["tokenUsage"] is None
+    assert stats["lastActivityAt"] == "2026-08-16T10:00:00.000Z"
+
+
+def test_it_reports_no_duration_for_one_message(thread: Thread) -> None:
+    append(thread)
+
+    assert working.thread_stats(thread=fresh(thread))["sessionDuration"] is None
