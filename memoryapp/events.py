@@ -8,7 +8,8 @@ never fails the write that caused it.
 
 Event shape: ``{"type": "thread.event", "event": <name>, "threadId": str, "data": {...}}``
 with names ``message.appended``, ``thread.compacted``, ``compaction.failed``,
-``thread.changed``, ``thread.deleted``, ``chat.delta``, ``chat.done``.
+``thread.changed``, ``thread.deleted``, ``chat.delta``, ``chat.done``, ``chat.error``.
+playground.consumers forwards each to the browser as ``{"event", "threadId", "data"}``.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def thread_deleted(thread_id: uuid.UUID) -> None:
 
 
 def chat_stream(thread_id: uuid.UUID | str, event: str, data: dict[str, Any]) -> None:
-    """Stream a playground chat event (``chat.delta`` / ``chat.done``) right away.
+    """Stream a playground chat event (``chat.delta`` / ``chat.done`` / ``chat.error``) now.
 
     Not deferred to commit: the reply streams while the model is still generating, before
     anything is stored.
