@@ -452,6 +452,7 @@ def test_it_streams_the_reply_in_order_and_ends_with_usage(
     messages = [
         {"role": "system", "content": "- user: choosing a car"},
         {"role": "user", "content": "I like Toyota."},
+        {"role": "assistant", "content": "  "},  # empty turns are left out
         {"role": "assistant", "content": "Good choice."},
         {"role": "user", "content": "What about resale value?"},
     ]

@@ -306,7 +306,7 @@ def reply_contents(messages: list[dict[str, str]]) -> list[types.Content]:
                 )
             )
             turn = "model"
-        elif role == "assistant":
+        elif role == "assistant" and content.strip():
             part, turn = types.Part(text=content), "model"
         elif role == "tool" and message.get("name"):
             part = types.Part(
@@ -315,6 +315,8 @@ def reply_contents(messages: list[dict[str, str]]) -> list[types.Content]:
                 )
             )
             turn = "user"
+        elif not content.strip():
+            continue  # the API refuses empty text parts; an empty turn says nothing
         elif role == "user":
             part, turn = types.Part(text=content), "user"
         else:

@@ -2,13 +2,13 @@
 
 It speaks the REST calls the client makes for the Gemini API (any API version prefix):
 
-==============================================  ==========================================
-``POST /{version}/models/{model}:generateContent``        one JSON ``GenerateContentResponse``
-``POST /{version}/models/{model}:streamGenerateContent``  SSE (``?alt=sse``): ``data: {json}``
-``POST /{version}/models/{model}:countTokens``            ``{"totalTokens": n}``
-``POST /{version}/models/{model}:batchEmbedContents``     ``{"embeddings": [{"values": []}]}``
-``POST /{version}/models/{model}:embedContent``           ``{"embedding": {"values": []}}``
-==============================================  ==========================================
+- ``POST /{version}/models/{model}:generateContent``: one JSON GenerateContentResponse;
+- ``POST /{version}/models/{model}:streamGenerateContent?alt=sse``: server-sent events,
+  one ``data: {json}`` GenerateContentResponse chunk each;
+- ``POST /{version}/models/{model}:countTokens``: ``{"totalTokens": n}``;
+- ``POST /{version}/models/{model}:batchEmbedContents``: ``{"embeddings": [{"values"}]}``
+  (what the client sends for ``embed_content`` on the Gemini API);
+- ``POST /{version}/models/{model}:embedContent``: ``{"embedding": {"values": [...]}}``.
 
 Use it through the ``fake_gemini`` fixture (``tests/fakes/fixtures.py``), which starts a
 server, points the settings at it and selects the gemini adapter::
@@ -42,6 +42,11 @@ Scripting answers
       (return None to fall through to the default).
     - ``server.delay = 2.0``: seconds to wait before every answer (provokes timeouts).
     - ``server.default_text``: the text of default generate/stream answers.
+
+    Default answers: generateContent says ``default_text`` ("fake reply"; usage 10 in,
+    5 out); a stream sends it word by word ("fake", " reply") with the same usage on the
+    last event; countTokens counts the words of the request's text; embeddings are
+    ``fake_vector(text)`` (8 floats, unit length, deterministic); other paths get 404.
 
     ``FakeResponse`` fields: ``status`` (200), ``body`` (a dict sent as JSON, or str/bytes
     sent as is), ``chunks`` (a list of dicts: the SSE events of a stream), ``delay``
