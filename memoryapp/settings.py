@@ -157,7 +157,9 @@ GEMINI_BASE_URL = env_str("GEMINI_BASE_URL", "")
 GEMINI_CHAT_MODEL = env_str("GEMINI_CHAT_MODEL", "gemini-2.5-flash")
 GEMINI_SUMMARY_MODEL = env_str("GEMINI_SUMMARY_MODEL", "gemini-2.5-flash")
 GEMINI_EMBED_MODEL = env_str("GEMINI_EMBED_MODEL", "gemini-embedding-001")
-GEMINI_TIMEOUT_SECONDS = env_float("GEMINI_TIMEOUT_SECONDS", 30.0)
+# Per attempt; with 3 attempts and 1 s, 2 s backoff the worst case stays under the
+# spec's "up to 30 seconds" for an insert that trips compaction.
+GEMINI_TIMEOUT_SECONDS = env_float("GEMINI_TIMEOUT_SECONDS", 8.0)
 GEMINI_RETRY_ATTEMPTS = env_int("GEMINI_RETRY_ATTEMPTS", 3)
 GEMINI_RETRY_INITIAL_DELAY_SECONDS = env_float("GEMINI_RETRY_INITIAL_DELAY_SECONDS", 1.0)
 # Upper bound on a rolling summary's length, in tokens as memoryapp.tokens counts them.
