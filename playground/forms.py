@@ -17,6 +17,14 @@ TAG_MAX_LENGTH = 100
 TAGS_MAX = 50
 
 
+class _NoColon:
+    """Labels without Django's trailing colon, like the rest of the dashboard's labels."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("label_suffix", "")
+        super().__init__(*args, **kwargs)
+
+
 class ThreadFilterForm(forms.Form):
     """Query of the thread list: ``dataset`` and ``tag`` filters and the page ``cursor``."""
 
@@ -25,7 +33,7 @@ class ThreadFilterForm(forms.Form):
     cursor = forms.CharField(max_length=500, required=False, widget=forms.HiddenInput)
 
 
-class ThreadCreateForm(forms.Form):
+class ThreadCreateForm(_NoColon, forms.Form):
     """A new thread: dataset (required), comma-separated tags, optional autoCompactThreshold."""
 
     dataset = forms.CharField(
@@ -53,7 +61,7 @@ class ThreadCreateForm(forms.Form):
         return tags
 
 
-class MemberAddForm(forms.Form):
+class MemberAddForm(_NoColon, forms.Form):
     """Add an existing user to ``project`` by username, with a role."""
 
     username = forms.CharField(max_length=150, strip=True)
@@ -82,13 +90,13 @@ class MemberAddForm(forms.Form):
         )
 
 
-class ApiKeyCreateForm(forms.Form):
+class ApiKeyCreateForm(_NoColon, forms.Form):
     """A new API key's name (the secret is generated, shown once, never stored)."""
 
     name = forms.CharField(max_length=100, strip=True, help_text="To tell keys apart, e.g. production.")
 
 
-class ProjectSettingsForm(forms.ModelForm[Project]):
+class ProjectSettingsForm(_NoColon, forms.ModelForm):
     """Rename the project."""
 
     class Meta:

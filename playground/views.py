@@ -226,13 +226,34 @@ def _before_param(request: HttpRequest) -> int | None:
     return int(raw)
 
 
+def _duration_text(stats: dict[str, Any]) -> str:
+    """``sessionDuration`` as people read it: ``"2 h 5 min"``, ``"3 min 20 s"``, ``"12 s"``."""
+    duration = stats.get("sessionDuration")
+    if not duration:
+        return ""
+    seconds = int(duration["seconds"])
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes} min"
+    if minutes:
+        return f"{minutes} min {secs} s"
+    return f"{secs} s"
+
+
+def _stats_context(thread: Thread) -> dict[str, Any]:
+    stats = working.thread_stats(thread=thread)
+    return {"stats": stats, "duration_text": _duration_text(stats)}
+
+
 def _thread_context(request: HttpRequest, thread: Thread, before: int | None) -> dict[str, Any]:
     project = thread.project
     return {
         "project": project,
         "thread": thread,
         "timeline": _timeline(thread=thread, before=before),
-        "stats": working.thread_stats(thread=thread),
+        **_stats_context(thread),
+        "nav": "threads",
         "thread_url": _url("playground:thread", project, thread.pk),
         "stats_url": _url("playground:thread-stats", project, thread.pk),
         "ws_path": f"/ws/threads/{thread.pk}/?{urlencode({'projectId': project.pk})}",
@@ -284,7 +305,9 @@ def _threads_response(
         return HttpResponseBadRequest("Invalid cursor")
     context: dict[str, Any] = {
         "project": project,
-        "threads": threads,
+        # Real messages: every row but the summaries, one per compaction run.
+        "rows": [{"thread": t, "messages": t.message_total - t.compaction_count} for t in threads],
+        "nav": "threads",
         "filters": filters,
         "dataset": dataset or "",
         "tag": tag or "",
@@ -350,11 +373,7 @@ def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
 def thread_stats(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     """The stats panel of a thread (spec 002, GET stats), as an HTML fragment."""
     thread = get_thread_for_user(request, thread_id)
-    context = {
-        "project": thread.project,
-        "thread": thread,
-        "stats": working.thread_stats(thread=thread),
-    }
+    context = {"project": thread.project, "thread": thread, **_stats_context(thread)}
     return _partial(request, "playground/thread.html#stats", context)
 
 
@@ -434,7 +453,7 @@ def members(request: HttpRequest) -> HttpResponse:
     return _page(
         request,
         "playground/members.html",
-        {"memberships": rows, "form": form, "current_user_id": request.user.pk},
+        {"memberships": rows, "form": form, "current_user_id": request.user.pk, "nav": "members"},
         project=project,
         status=status,
     )
@@ -468,7 +487,7 @@ def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
     return _page(
         request,
         "playground/member_remove.html",
-        {"membership": membership, "last_owner": last_owner},
+        {"membership": membership, "last_owner": last_owner, "nav": "members"},
         project=project,
     )
 
@@ -492,7 +511,7 @@ def api_keys(request: HttpRequest) -> HttpResponse:
             response = _page(
                 request,
                 "playground/key_created.html",
-                {"key": key, "secret": secret},
+                {"key": key, "secret": secret, "nav": "keys"},
                 project=project,
                 status=201,
             )
@@ -504,6 +523,7 @@ def api_keys(request: HttpRequest) -> HttpResponse:
         "active_keys": keys.filter(revoked__isnull=True),
         "revoked_keys": keys.filter(revoked__isnull=False),
         "form": form,
+        "nav": "keys",
     }
     return _page(request, "playground/keys.html", context, project=project, status=status)
 
@@ -519,7 +539,9 @@ def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
         key.revoke()
         messages.success(request, f"Revoked key {key.name!r}. Requests with it now get 401.")
         return redirect(_url("playground:keys", project))
-    return _page(request, "playground/key_revoke.html", {"key": key}, project=project)
+    return _page(
+        request, "playground/key_revoke.html", {"key": key, "nav": "keys"}, project=project
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -537,4 +559,10 @@ def project_settings(request: HttpRequest) -> HttpResponse:
             messages.success(request, "Project renamed.")
             return redirect(_url("playground:settings", project))
         status = 400
-    return _page(request, "playground/settings.html", {"form": form}, project=project, status=status)
+    return _page(
+        request,
+        "playground/settings.html",
+        {"form": form, "nav": "settings"},
+        project=project,
+        status=status,
+    )

@@ -2,7 +2,9 @@
 
 Idempotent: the user and project are created once; a fresh API key is issued on every
 run (secrets are never stored, so an old one cannot be shown again) and printed with the
-login, ready to paste into the README's curl examples.
+login, ready to paste into the README's curl examples. A project with no threads also
+gets a short sample conversation, auto-compacted once, so the dashboard is not empty on
+first run.
 """
 
 from __future__ import annotations
@@ -12,7 +14,22 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from memoryapp.models import ApiKey, Membership, Project
+from memoryapp import working
+from memoryapp.models import ApiKey, Membership, Project, Thread
+
+SAMPLE_DATASET = "demo_user"
+# Small enough that the sample folds once: messages 1-5 go into the summary (#7), #6 stays.
+SAMPLE_THRESHOLD = 6
+SAMPLE_CONVERSATION: list[tuple[str, str]] = [
+    ("user", "Hi! I'm looking for a family car. We have two kids and a dog."),
+    ("assistant", "Happy to help. What matters most: space, running costs, or something else?"),
+    ("user", "Running costs. I drive about 60 km a day, mostly in town."),
+    ("assistant", "Then a hybrid fits well: town driving is where they save the most fuel."),
+    ("user", "We already have a Honda Civic, but the boot is too small for the dog crate."),
+    ("assistant", "A hybrid estate or a compact SUV would take the crate. Any budget in mind?"),
+    ("user", "Around 30,000 euros. What about resale value?"),
+    ("assistant", "Hybrids hold their value well; the Toyota Corolla Touring Sports is a safe pick."),
+]
 
 
 class Command(BaseCommand):
@@ -37,6 +54,8 @@ class Command(BaseCommand):
         Membership.objects.get_or_create(
             user=user, project=project, defaults={"role": Membership.Role.OWNER}
         )
+        if not Thread.objects.filter(project=project).exists():
+            self._sample_thread(project)
         _, secret = ApiKey.issue(project=project, name="demo")
         url = options["url"]
         self.stdout.write(
@@ -54,3 +73,27 @@ class Command(BaseCommand):
                 ]
             )
         )
+
+    def _sample_thread(self, project: Project) -> None:
+        """A short conversation through the domain functions, as a client would write it."""
+        thread = working.thread_create(
+            project=project,
+            dataset=SAMPLE_DATASET,
+            tags=["sample"],
+            auto_compact_threshold=SAMPLE_THRESHOLD,
+        )
+        for role, content in SAMPLE_CONVERSATION:
+            words = len(content.split())
+            tokens = (
+                {"input": 120 + 10 * words, "output": words * 2, "total": 120 + 12 * words}
+                if role == "assistant"
+                else None
+            )
+            working.message_append(
+                thread=thread,
+                role=role,
+                content=content,
+                tokens=tokens,
+                model="demo-model" if role == "assistant" else None,
+            )
+        self.stderr.write(f"Created a sample thread {thread.pk} in dataset {SAMPLE_DATASET!r}.")

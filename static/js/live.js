@@ -1,0 +1,112 @@
+// Live updates of a thread page (issue 4 item 3).
+//
+// Opens ws://<host>/ws/threads/<id>/?projectId=<pid> and, on every event of the thread,
+// re-fetches the messages and stats fragments with htmx (the server renders them, so
+// message content is escaped by Django's templates, never built from strings here).
+// Every frame is also re-dispatched as a "memory:event" DOM event for playground.js.
+(function () {
+  "use strict";
+
+  var REFRESH_DELAY_MS = 120;
+  var MAX_BACKOFF_MS = 15000;
+  var CODE_FORBIDDEN = 4403;
+
+  function start() {
+    var root = document.getElementById("live-root");
+    if (!root || !root.dataset.wsPath || !window.WebSocket) return;
+    var statusEl = document.getElementById("live-status");
+    var attempt = 0;
+    var wanted = { messages: false, stats: false };
+    var timer = null;
+    var inFlight = false;
+
+    function setStatus(state, text) {
+      if (!statusEl) return;
+      statusEl.dataset.state = state;
+      statusEl.textContent = text;
+    }
+
+    function refreshNow() {
+      timer = null;
+      if (inFlight) { schedule({}); return; }
+      var jobs = [];
+      var messages = document.getElementById("messages");
+      // Older pages stay put: only the newest page follows the thread.
+      if (wanted.messages && messages && !messages.dataset.before) {
+        jobs.push(htmx.ajax("GET", root.dataset.messagesUrl, { source: "#messages", target: "#messages", swap: "outerHTML" }));
+      }
+      if (wanted.stats && document.getElementById("stats")) {
+        jobs.push(htmx.ajax("GET", root.dataset.statsUrl, { source: "#stats", target: "#stats", swap: "outerHTML" }));
+      }
+      wanted = { messages: false, stats: false };
+      if (!jobs.length) return;
+      inFlight = true;
+      Promise.all(jobs).then(done, done);
+      function done() {
+        inFlight = false;
+        document.dispatchEvent(new CustomEvent("memory:refreshed"));
+      }
+    }
+
+    // Bursts of events (a bulk import, a compaction) collapse into one refresh.
+    function schedule(parts) {
+      if (parts.messages) wanted.messages = true;
+      if (parts.stats) wanted.stats = true;
+      if (timer === null) timer = window.setTimeout(refreshNow, REFRESH_DELAY_MS);
+    }
+    window.memoryLive = { refresh: function () { schedule({ messages: true, stats: true }); } };
+
+    function handle(frame) {
+      if (!frame || typeof frame.event !== "string") return;
+      document.dispatchEvent(new CustomEvent("memory:event", { detail: frame }));
+      switch (frame.event) {
+        case "message.appended":
+        case "thread.compacted":
+        case "thread.changed":
+        case "chat.done":
+          schedule({ messages: true, stats: true });
+          break;
+        case "compaction.failed":
+          schedule({ stats: true });
+          break;
+        case "thread.deleted":
+          setStatus("closed", "this thread was deleted");
+          break;
+        default:
+          break;
+      }
+    }
+
+    function connect() {
+      var scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
+      var socket = new WebSocket(scheme + window.location.host + root.dataset.wsPath);
+      setStatus("connecting", "connecting…");
+      socket.addEventListener("open", function () {
+        var reconnected = attempt > 0;
+        attempt = 0;
+        setStatus("open", "live");
+        // Catch up on anything that happened while the socket was down.
+        if (reconnected) schedule({ messages: true, stats: true });
+      });
+      socket.addEventListener("message", function (event) {
+        var frame;
+        try { frame = JSON.parse(event.data); } catch (err) { return; }
+        handle(frame);
+      });
+      socket.addEventListener("close", function (event) {
+        if (event.code === CODE_FORBIDDEN) {
+          setStatus("denied", "live updates not allowed");
+          return;
+        }
+        attempt += 1;
+        var delay = Math.min(MAX_BACKOFF_MS, 500 * Math.pow(2, attempt));
+        setStatus("closed", "offline, retrying…");
+        window.setTimeout(connect, delay);
+      });
+    }
+
+    connect();
+  }
+
+  document.addEventListener("DOMContentLoaded", start);
+})();

@@ -1,0 +1,308 @@
+// The playground's chat pane (issue 4 item 4).
+//
+// POSTs a turn to the chat route (JSON, X-CSRFToken from the csrftoken cookie), shows the
+// reply as it streams in over the thread's WebSocket (chat.delta frames, re-dispatched by
+// live.js as "memory:event"), then refreshes the server-rendered messages and stats and
+// loads the turn-context fragment. Message text is only ever set with textContent.
+(function () {
+  "use strict";
+
+  function start() {
+    var root = document.getElementById("live-root");
+    var form = document.getElementById("chat-form");
+    if (!root || !form) return;
+    var chatUrl = root.dataset.chatUrl;
+    var input = document.getElementById("chat-input");
+    var sendButton = document.getElementById("chat-send");
+    var systemPrompt = document.getElementById("chat-system-prompt");
+    var messageLimit = document.getElementById("chat-message-limit");
+    var verbose = document.getElementById("chat-verbose");
+    var pendingList = document.getElementById("chat-pending");
+    var scroller = document.getElementById("chat-scroll");
+    var errorBox = document.getElementById("chat-error");
+    var stateEl = document.getElementById("chat-state");
+    var lastTurn = document.getElementById("last-turn");
+    var recallBox = document.getElementById("recall-payload");
+    var idleText = stateEl ? stateEl.textContent : "";
+
+    var current = null; // the turn this page is sending: {user, assistant, turnId}
+    var streams = new Map(); // turnId -> bubble, for turns streamed from any page
+
+    function csrfToken() {
+      var match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+      if (match) return decodeURIComponent(match[1]);
+      var field = form.querySelector("input[name=csrfmiddlewaretoken]");
+      return field ? field.value : "";
+    }
+
+    function nearBottom() {
+      return scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 80;
+    }
+    function toBottom() { scroller.scrollTop = scroller.scrollHeight; }
+
+    function bubble(role, label, text) {
+      var li = document.createElement("li");
+      li.className = "message message--" + role + " message--pending";
+      li.dataset.testid = "pending-" + role;
+      var meta = document.createElement("div");
+      meta.className = "message__meta";
+      var roleEl = document.createElement("span");
+      roleEl.className = "role role--" + role;
+      roleEl.textContent = role;
+      var note = document.createElement("span");
+      note.textContent = label;
+      meta.append(roleEl, note);
+      var content = document.createElement("div");
+      content.className = "message__content";
+      content.textContent = text;
+      li.append(meta, content);
+      var stick = nearBottom();
+      pendingList.append(li);
+      if (stick) toBottom();
+      return { li: li, note: note, content: content };
+    }
+    function drop(b) { if (b && b.li.parentNode) b.li.parentNode.removeChild(b.li); }
+
+    function setState(text) { if (stateEl) stateEl.textContent = text; }
+    function setBusy(busy) {
+      sendButton.disabled = busy;
+      form.setAttribute("aria-busy", busy ? "true" : "false");
+      setState(busy ? "Waiting for the reply…" : idleText);
+    }
+
+    function clearError() {
+      errorBox.hidden = true;
+      errorBox.replaceChildren();
+    }
+    function showError(title, lines) {
+      errorBox.replaceChildren();
+      var strong = document.createElement("strong");
+      strong.textContent = title;
+      errorBox.append(strong);
+      if (lines && lines.length) {
+        var ul = document.createElement("ul");
+        lines.forEach(function (line) {
+          var li = document.createElement("li");
+          li.textContent = line;
+          ul.append(li);
+        });
+        errorBox.append(ul);
+      }
+      errorBox.hidden = false;
+    }
+
+    function refreshPanels() {
+      var jobs = [
+        htmx.ajax("GET", root.dataset.messagesUrl, { source: "#messages", target: "#messages", swap: "outerHTML" }),
+        htmx.ajax("GET", root.dataset.statsUrl, { source: "#stats", target: "#stats", swap: "outerHTML" }),
+      ];
+      return Promise.all(jobs).catch(function () {});
+    }
+
+    function loadTurnContext(turnId) {
+      var template = root.dataset.turnUrlTemplate;
+      if (!template || turnId === undefined || turnId === null) return;
+      var url = template.replace(root.dataset.turnPlaceholder, String(turnId));
+      htmx.ajax("GET", url, { source: "#turn-context", target: "#turn-context", swap: "innerHTML" });
+    }
+
+    function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
+
+    function describeTurn(body) {
+      var parts = [];
+      if (body.userMessage && body.assistantMessage) {
+        parts.push("Turn " + body.turnId + ": #" + body.userMessage.sequenceNumber + " → #" + body.assistantMessage.sequenceNumber);
+      }
+      if (body.prepare) {
+        parts.push("prepare: " + plural(body.prepare.messageCount, "message") +
+          (body.prepare.truncated ? ", truncated" : "") + (body.prepare.compacted ? ", with summary" : ""));
+      }
+      if (body.recallSummary) {
+        parts.push("recall: " + plural(body.recallSummary.episodeCount, "episode") + ", " + plural(body.recallSummary.factCount, "fact") +
+          (body.recallSummary.hasContext ? "" : ", no context"));
+      }
+      if (body.compacted) parts.push("compacted");
+      lastTurn.textContent = parts.join(" · ");
+      lastTurn.hidden = parts.length === 0;
+      if (body.recall !== undefined) {
+        recallBox.querySelector("pre").textContent = JSON.stringify(body.recall, null, 2);
+        recallBox.hidden = false;
+      } else {
+        recallBox.hidden = true;
+      }
+    }
+
+    function issueLines(body) {
+      if (!body || !Array.isArray(body.issues)) return [];
+      return body.issues.map(function (issue) {
+        var path = Array.isArray(issue.path) && issue.path.length ? issue.path.join(".") + ": " : "";
+        return path + (issue.message || JSON.stringify(issue));
+      });
+    }
+
+    function detailLines(body) {
+      var lines = [];
+      if (!body) return lines;
+      ["detail", "message", "kind"].forEach(function (key) {
+        if (typeof body[key] === "string" && body[key]) lines.push(body[key]);
+      });
+      return lines;
+    }
+
+    async function send() {
+      if (!chatUrl || current) return;
+      var content = input.value;
+      if (!content.trim()) {
+        showError("Write a message first.");
+        input.focus();
+        return;
+      }
+      clearError();
+      var payload = { content: content, verbose: verbose.checked };
+      var limit = messageLimit.value.trim();
+      if (limit !== "") payload.messageLimit = Number(limit);
+      if (systemPrompt.value.trim()) payload.systemPrompt = systemPrompt.value;
+
+      current = {
+        turnId: null,
+        user: bubble("user", "sending…", content),
+        assistant: bubble("assistant", "thinking…", ""),
+      };
+      input.value = "";
+      setBusy(true);
+
+      var response;
+      var body = null;
+      try {
+        response = await fetch(chatUrl, {
+          method: "POST",
+          credentials: "same-origin",
+          headers: {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "X-CSRFToken": csrfToken(),
+          },
+          body: JSON.stringify(payload),
+        });
+        try { body = await response.json(); } catch (err) { body = null; }
+      } catch (err) {
+        finish();
+        input.value = content;
+        showError("Could not reach the server; your message was not sent.", [String(err)]);
+        return;
+      }
+
+      var turn = current;
+      if (response.status === 201 && body) {
+        if (body.turnId !== undefined) streams.delete(body.turnId);
+        describeTurn(body);
+        loadTurnContext(body.turnId);
+        await refreshPanels();
+        drop(turn.user);
+        drop(turn.assistant);
+        toBottom();
+      } else if (response.status === 502) {
+        var kept = body && body.userMessage ? " Your message was kept as #" + body.userMessage.sequenceNumber + "." : "";
+        showError("The model call failed." + kept, [body && body.error ? body.error : "Model call failed"].concat(detailLines(body)));
+        await refreshPanels();
+        drop(turn.user);
+        drop(turn.assistant);
+      } else if (response.status === 400) {
+        drop(turn.user);
+        drop(turn.assistant);
+        input.value = content;
+        showError((body && body.error) || "The request was not valid.", issueLines(body));
+      } else if (response.status === 401) {
+        drop(turn.user);
+        drop(turn.assistant);
+        input.value = content;
+        showError("You are logged out. Log in again (in another tab, to keep this text) and resend.");
+      } else if (response.status === 413) {
+        drop(turn.user);
+        drop(turn.assistant);
+        input.value = content;
+        showError((body && body.error) || "The message is too large.", issueLines(body));
+      } else if (response.status === 403) {
+        drop(turn.user);
+        drop(turn.assistant);
+        input.value = content;
+        showError("Not allowed: your session may have expired or the CSRF check failed. Reload the page and try again.");
+      } else if (response.status === 404) {
+        drop(turn.user);
+        drop(turn.assistant);
+        input.value = content;
+        showError("This thread is gone, or you are no longer a member of its project.");
+      } else {
+        drop(turn.user);
+        drop(turn.assistant);
+        input.value = content;
+        showError("Unexpected answer from the server (HTTP " + response.status + ").",
+          body && body.error ? [body.error] : []);
+      }
+      finish();
+    }
+
+    function finish() {
+      if (current && current.turnId !== null) streams.delete(current.turnId);
+      current = null;
+      setBusy(false);
+      input.focus();
+    }
+
+    // Streaming: chat.delta pieces go into the bubble of their turn. The first piece of
+    // an unknown turn while this page is sending belongs to this page's turn.
+    document.addEventListener("memory:event", function (event) {
+      var frame = event.detail;
+      var data = frame.data || {};
+      if (frame.event === "chat.delta") {
+        var b = streams.get(data.turnId);
+        if (!b) {
+          if (current && current.turnId === null) {
+            current.turnId = data.turnId;
+            b = current.assistant;
+          } else {
+            b = bubble("assistant", "streaming…", "");
+          }
+          streams.set(data.turnId, b);
+        }
+        var stick = nearBottom();
+        b.li.classList.add("message--streaming");
+        b.note.textContent = "streaming…";
+        b.content.textContent += typeof data.text === "string" ? data.text : "";
+        if (stick) toBottom();
+      } else if (frame.event === "chat.done" || frame.event === "chat.error") {
+        // Another page's turn: its stored messages arrive with live.js's refresh.
+        var other = streams.get(data.turnId);
+        if (other && !(current && current.turnId === data.turnId)) {
+          streams.delete(data.turnId);
+          if (frame.event === "chat.error") {
+            other.note.textContent = "failed: " + (data.error || "model call failed");
+            window.setTimeout(function () { drop(other); }, 4000);
+          } else {
+            document.addEventListener("memory:refreshed", function () { drop(other); }, { once: true });
+          }
+        }
+      }
+    });
+
+    // Keep the newest message in view when the list is re-rendered, unless the reader
+    // scrolled up to read older ones.
+    var stickOnSwap = true;
+    document.body.addEventListener("htmx:beforeSwap", function () { stickOnSwap = nearBottom(); });
+    document.body.addEventListener("htmx:afterSettle", function () { if (stickOnSwap) toBottom(); });
+
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      send();
+    });
+    input.addEventListener("keydown", function (event) {
+      if (event.key !== "Enter" || event.isComposing || event.shiftKey || event.altKey) return;
+      event.preventDefault();
+      send();
+    });
+
+    toBottom();
+  }
+
+  document.addEventListener("DOMContentLoaded", start);
+})();

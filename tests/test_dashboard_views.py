@@ -1,0 +1,766 @@
+"""Dashboard views (playground.views, playground.access; issue 4 items 1, 2 and 6).
+
+Three users: ``owner`` and ``member`` of the project, and ``outsider``, who owns another
+project. Every dashboard view is checked for the outsider (404), a logged-out visitor
+(redirect to the login page) and the wrong method (405).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from typing import Any, cast
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+
+from memoryapp import compaction, llm, working
+from memoryapp.llm.port import ModelTimeout
+from memoryapp.models import ApiKey, Membership, Message, Project, Thread
+from playground import views
+from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+
+PASSWORD = "correct-horse-battery"
+XSS = "<img src=x onerror=alert(1)>"
+
+
+# --- a small HTML tree, enough to check nesting -------------------------------------------
+
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+
+@dataclass
+class Node:
+    tag: str
+    attrs: dict[str, str]
+    children: list[Node] = field(default_factory=list)
+    text: str = ""
+
+    def all(self, predicate: Callable[[Node], bool]) -> list[Node]:
+        found = [self] if predicate(self) else []
+        for child in self.children:
+            found.extend(child.all(predicate))
+        return found
+
+    def by_testid(self, testid: str) -> list[Node]:
+        return self.all(lambda n: n.attrs.get("data-testid") == testid)
+
+    def full_text(self) -> str:
+        return self.text + "".join(c.full_text() for c in self.children)
+
+
+class _TreeBuilder(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.root = Node("#root", {})
+        self.stack = [self.root]
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        node = Node(tag, {k: v or "" for k, v in attrs})
+        self.stack[-1].children.append(node)
+        if tag not in VOID:
+            self.stack.append(node)
+
+    def handle_endtag(self, tag: str) -> None:
+        for i in range(len(self.stack) - 1, 0, -1):
+            if self.stack[i].tag == tag:
+                del self.stack[i:]
+                return
+
+    def handle_data(self, data: str) -> None:
+        self.stack[-1].children.append(Node("#text", {}, text=data))
+
+
+def tree(response: Any) -> Node:
+    builder = _TreeBuilder()
+    builder.feed(response.content.decode())
+    return builder.root
+
+
+# --- fixtures -------------------------------------------------------------------------------
+
+
+def make_user(username: str) -> User:
+    return cast(User, UserFactory(username=username))
+
+
+def make_project(name: str) -> Project:
+    return cast(Project, ProjectFactory(name=name))
+
+
+def make_membership(user: User, project: Project, role: str) -> Membership:
+    return cast(Membership, MembershipFactory(user=user, project=project, role=role))
+
+
+@dataclass
+class World:
+    project: Project
+    owner: User
+    member: User
+    outsider: User
+    other_project: Project
+    thread: Thread
+    key: ApiKey
+    member_membership: Membership
+
+    def client(self, user: User | None) -> Client:
+        client = Client()
+        if user is not None:
+            client.force_login(user)
+        return client
+
+
+@pytest.fixture
+def world(db: None, settings: Any) -> World:
+    # PBKDF2 at full strength costs about half a second per user; these tests are not
+    # about hashing.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    project = make_project("Acme")
+    owner = make_user("olivia")
+    member = make_user("mark")
+    outsider = make_user("oscar")
+    make_membership(owner, project, Membership.Role.OWNER)
+    member_membership = make_membership(member, project, Membership.Role.MEMBER)
+    other_project = make_project("Other")
+    make_membership(outsider, other_project, Membership.Role.OWNER)
+    thread = working.thread_create(project=project, dataset="user_42", tags=["web"])
+    key, _ = ApiKey.issue(project=project, name="ci")
+    return World(project, owner, member, outsider, other_project, thread, key, member_membership)
+
+
+def url(name: str, project: Project, *args: Any, **query: Any) -> str:
+    params = "&".join(f"{k}={v}" for k, v in {"projectId": project.pk, **query}.items())
+    return f"{reverse(name, args=args)}?{params}"
+
+
+# (url name, args from the world, the methods it answers, a method it refuses)
+VIEWS: list[tuple[str, Callable[[World], tuple[Any, ...]], list[str], str]] = [
+    ("playground:threads", lambda w: (), ["get"], "post"),
+    ("playground:thread-create", lambda w: (), ["post"], "get"),
+    ("playground:thread", lambda w: (w.thread.pk,), ["get"], "post"),
+    ("playground:thread-stats", lambda w: (w.thread.pk,), ["get"], "post"),
+    ("playground:thread-compact", lambda w: (w.thread.pk,), ["post"], "get"),
+    ("playground:playground", lambda w: (w.thread.pk,), ["get"], "post"),
+    ("playground:members", lambda w: (), ["get", "post"], "delete"),
+    ("playground:member-remove", lambda w: (w.member_membership.pk,), ["get", "post"], "put"),
+    ("playground:keys", lambda w: (), ["get", "post"], "delete"),
+    ("playground:key-revoke", lambda w: (w.key.pk,), ["get", "post"], "put"),
+    ("playground:settings", lambda w: (), ["get", "post"], "delete"),
+]
+VIEW_IDS = [v[0].split(":")[1] for v in VIEWS]
+
+
+def _call(client: Client, method: str, path: str) -> Any:
+    return getattr(client, method)(path)
+
+
+# --- every view: outsider, logged out, wrong method --------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "args", "methods", "wrong"), VIEWS, ids=VIEW_IDS)
+def test_it_answers_404_to_an_outsider_on_every_view(
+    world: World, name: str, args: Callable[[World], tuple[Any, ...]], methods: list[str], wrong: str
+) -> None:
+    client = world.client(world.outsider)
+    for method in methods:
+        response = _call(client, method, url(name, world.project, *args(world)))
+        assert response.status_code == 404, (name, method)
+    # Nothing was changed by the outsider's POSTs.
+    assert Membership.objects.filter(project=world.project).count() == 2
+    assert ApiKey.objects.get(pk=world.key.pk).revoked is None
+    assert Project.objects.get(pk=world.project.pk).name == "Acme"
+
+
+@pytest.mark.parametrize(("name", "args", "methods", "wrong"), VIEWS, ids=VIEW_IDS)
+def test_it_answers_404_without_or_with_a_malformed_project_id(
+    world: World, name: str, args: Callable[[World], tuple[Any, ...]], methods: list[str], wrong: str
+) -> None:
+    client = world.client(world.owner)
+    path = reverse(name, args=args(world))
+    for method in methods:
+        assert _call(client, method, path).status_code == 404
+        assert _call(client, method, f"{path}?projectId=abc").status_code == 404
+        assert _call(client, method, f"{path}?projectId=-1").status_code == 404
+        assert _call(client, method, f"{path}?projectId=99999999").status_code == 404
+
+
+@pytest.mark.parametrize(("name", "args", "methods", "wrong"), VIEWS, ids=VIEW_IDS)
+def test_it_redirects_a_logged_out_visitor_to_the_login_page(
+    world: World, name: str, args: Callable[[World], tuple[Any, ...]], methods: list[str], wrong: str
+) -> None:
+    client = world.client(None)
+    path = url(name, world.project, *args(world))
+    for method in methods:
+        response = _call(client, method, path)
+        assert response.status_code == 302, (name, method)
+        target = urlsplit(response["Location"])
+        assert target.path == reverse("playground:login")
+        assert parse_qs(target.query)["next"] == [path]
+
+
+@pytest.mark.parametrize(("name", "args", "methods", "wrong"), VIEWS, ids=VIEW_IDS)
+def test_it_answers_405_to_the_wrong_method(
+    world: World, name: str, args: Callable[[World], tuple[Any, ...]], methods: list[str], wrong: str
+) -> None:
+    client = world.client(world.owner)
+    response = _call(client, wrong, url(name, world.project, *args(world)))
+    assert response.status_code == 405
+    assert sorted(m.strip().lower() for m in response["Allow"].split(",")) == sorted(methods)
+
+
+def test_it_answers_404_for_a_thread_of_another_project(world: World) -> None:
+    foreign = working.thread_create(project=world.other_project, dataset="x")
+    client = world.client(world.owner)
+    for name in ("playground:thread", "playground:thread-stats", "playground:playground"):
+        assert client.get(url(name, world.project, foreign.pk)).status_code == 404
+    response = client.post(url("playground:thread-compact", world.project, foreign.pk))
+    assert response.status_code == 404
+
+
+def test_it_answers_404_for_a_key_or_membership_of_another_project(world: World) -> None:
+    foreign_key, _ = ApiKey.issue(project=world.other_project, name="theirs")
+    foreign_membership = Membership.objects.get(project=world.other_project)
+    client = world.client(world.owner)
+    assert client.post(url("playground:key-revoke", world.project, foreign_key.pk)).status_code == 404
+    assert client.post(
+        url("playground:member-remove", world.project, foreign_membership.pk)
+    ).status_code == 404
+    assert ApiKey.objects.get(pk=foreign_key.pk).revoked is None
+    assert Membership.objects.filter(pk=foreign_membership.pk).exists()
+
+
+# --- login, logout, home, switcher --------------------------------------------------------------
+
+
+def test_it_logs_in_and_lands_on_the_first_projects_threads(world: World) -> None:
+    client = Client()
+    response = client.post(
+        reverse("playground:login"), {"username": "olivia", "password": PASSWORD}, follow=True
+    )
+    assert response.redirect_chain[-1] == (url("playground:threads", world.project), 302)
+    assert response.status_code == 200
+
+
+def test_it_refuses_a_wrong_password(world: World) -> None:
+    response = Client().post(reverse("playground:login"), {"username": "olivia", "password": "nope"})
+    assert response.status_code == 200
+    assert "_auth_user_id" not in response.client.session
+
+
+def test_it_logs_out_by_post_only(world: World) -> None:
+    client = world.client(world.owner)
+    assert client.get(reverse("playground:logout")).status_code == 405
+    response = client.post(reverse("playground:logout"))
+    assert response.status_code == 302
+    assert response["Location"] == reverse("playground:login")
+    assert client.get(url("playground:threads", world.project)).status_code == 302
+
+
+def test_it_shows_a_no_project_page_to_a_user_without_projects(db: None, settings: Any) -> None:
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    client = Client()
+    client.force_login(make_user("loner"))
+    response = client.get(reverse("playground:home"))
+    assert response.status_code == 200
+    assert tree(response).by_testid("no-project")
+
+
+def test_it_lists_only_the_users_projects_in_the_switcher(world: World) -> None:
+    second = make_project("Beta")
+    make_membership(world.owner, second, Membership.Role.MEMBER)
+    response = world.client(world.owner).get(url("playground:threads", world.project))
+    switcher = tree(response).by_testid("project-switcher")[0]
+    options = switcher.all(lambda n: n.tag == "option")
+    assert [(o.attrs["value"], o.full_text()) for o in options] == [
+        (str(world.project.pk), "Acme"),
+        (str(second.pk), "Beta"),
+    ]
+    assert "selected" in options[0].attrs
+
+
+# --- threads list -------------------------------------------------------------------------------
+
+
+def test_it_lists_threads_with_counts(world: World) -> None:
+    working.message_append(thread=world.thread, role="user", content="hello")
+    working.message_append(thread=world.thread, role="assistant", content="hi")
+    compaction.compact(thread_id=world.thread.pk)
+    response = world.client(world.member).get(url("playground:threads", world.project))
+    assert response.status_code == 200
+    rows = tree(response).by_testid("thread-row")
+    assert [r.attrs["data-thread-id"] for r in rows] == [str(world.thread.pk)]
+    assert rows[0].by_testid("thread-message-count")[0].full_text() == "2"
+    assert rows[0].by_testid("thread-compaction-count")[0].full_text() == "1"
+
+
+def test_it_filters_threads_by_dataset_and_tag(world: World) -> None:
+    a = working.thread_create(project=world.project, dataset="user_7", tags=["mobile"])
+    b = working.thread_create(project=world.project, dataset="user_7", tags=["web"])
+    client = world.client(world.member)
+
+    def ids(**query: str) -> list[str]:
+        response = client.get(url("playground:threads", world.project, **query))
+        return [r.attrs["data-thread-id"] for r in tree(response).by_testid("thread-row")]
+
+    assert ids(dataset="user_7") == [str(b.pk), str(a.pk)]
+    assert ids(tag="web") == [str(b.pk), str(world.thread.pk)]
+    assert ids(dataset="user_7", tag="mobile") == [str(a.pk)]
+    assert ids(dataset="nobody") == []
+
+
+def test_it_pages_the_thread_list(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(views, "THREADS_PAGE_SIZE", 2)
+    newer = [working.thread_create(project=world.project, dataset="d") for _ in range(2)]
+    client = world.client(world.member)
+    first = client.get(url("playground:threads", world.project))
+    page = tree(first)
+    assert [r.attrs["data-thread-id"] for r in page.by_testid("thread-row")] == [
+        str(newer[1].pk),
+        str(newer[0].pk),
+    ]
+    next_link = page.by_testid("next-page")[0]
+    assert next_link.attrs["href"] == next_link.attrs["hx-get"]
+    second = client.get(next_link.attrs["href"])
+    second_page = tree(second)
+    assert [r.attrs["data-thread-id"] for r in second_page.by_testid("thread-row")] == [
+        str(world.thread.pk)
+    ]
+    assert second_page.by_testid("next-page") == []
+
+
+def test_it_answers_400_to_a_malformed_cursor(world: World) -> None:
+    response = world.client(world.member).get(url("playground:threads", world.project, cursor="%%%"))
+    assert response.status_code == 400
+
+
+def test_it_renders_only_the_thread_list_partial_for_htmx(world: World) -> None:
+    client = world.client(world.member)
+    path = url("playground:threads", world.project)
+    partial = client.get(path, headers={"HX-Request": "true"})
+    body = partial.content.decode()
+    assert partial.status_code == 200
+    assert body.lstrip().startswith('<div id="thread-list"')
+    assert "<html" not in body and "thread-create-form" not in body
+    assert "HX-Request" in partial["Vary"]
+    # A history restore wants the whole page back.
+    full = client.get(path, headers={"HX-Request": "true", "HX-History-Restore-Request": "true"})
+    assert "<html" in full.content.decode()
+
+
+def test_it_creates_a_thread_from_the_form(world: World) -> None:
+    response = world.client(world.member).post(
+        url("playground:thread-create", world.project),
+        {"dataset": " user_9 ", "tags": "a, b, a,, c", "auto_compact_threshold": "30"},
+    )
+    thread = Thread.objects.exclude(pk=world.thread.pk).get()
+    assert response.status_code == 302
+    assert response["Location"] == url("playground:thread", world.project, thread.pk)
+    assert (thread.project_id, thread.dataset, thread.tags, thread.auto_compact_threshold) == (
+        world.project.pk,
+        "user_9",
+        ["a", "b", "c"],
+        30,
+    )
+
+
+def test_it_refuses_an_invalid_thread_form(world: World) -> None:
+    response = world.client(world.member).post(
+        url("playground:thread-create", world.project),
+        {"dataset": "   ", "auto_compact_threshold": "1"},
+    )
+    assert response.status_code == 400
+    assert Thread.objects.count() == 1
+    body = response.content.decode()
+    assert "This field is required." in body
+    assert "Ensure this value is greater than or equal to 2." in body
+
+
+# --- thread page ----------------------------------------------------------------------------------
+
+
+def _fill(thread: Thread, count: int, start: int = 1) -> None:
+    for i in range(start, start + count):
+        working.message_append(thread=thread, role="user" if i % 2 else "assistant", content=f"m{i}")
+
+
+def test_it_shows_every_message_with_its_fields(world: World) -> None:
+    working.message_append(
+        thread=world.thread,
+        role="assistant",
+        content="Hybrids hold their value.",
+        tokens={"input": 512, "output": 128, "total": 640},
+        model="gpt-4o",
+        latency_ms=840,
+    )
+    response = world.client(world.member).get(url("playground:thread", world.project, world.thread.pk))
+    assert response.status_code == 200
+    message = tree(response).by_testid("message")[0]
+    assert (message.attrs["data-seq"], message.attrs["data-role"]) == ("1", "assistant")
+    text = " ".join(message.full_text().split())
+    assert "#1" in text and "assistant" in text and "gpt-4o" in text and "840 ms" in text
+    assert message.by_testid("message-tokens")[0].full_text() == "512 in · 128 out · 640 total"
+    assert message.by_testid("message-content")[0].full_text() == "Hybrids hold their value."
+    created = Message.objects.get().created_at
+    times = message.all(lambda n: n.tag == "time")
+    assert times[0].attrs["datetime"] == created.isoformat()
+
+
+def test_it_folds_compacted_messages_under_the_summary_that_covers_them(world: World) -> None:
+    thread = working.thread_create(project=world.project, dataset="d", auto_compact_threshold=4)
+    _fill(thread, 4)  # #4 trips: 1-3 folded into summary #5, #4 kept verbatim
+    _fill(thread, 3, start=6)  # #8 trips: #4, #6, #7 and summary #5 folded into #9, #8 kept
+    response = world.client(world.member).get(url("playground:thread", world.project, thread.pk))
+    page = tree(response)
+    messages = page.by_testid("messages")[0]
+    top_level = [
+        (n.attrs.get("data-testid"), n.attrs.get("data-seq"))
+        for n in messages.all(lambda n: n.tag == "ol")[0].children
+        if n.tag == "li"
+    ]
+    assert top_level == [("summary", "5"), ("message", "8"), ("summary", "9")]
+    blocks = {b.attrs["data-seq"]: b for b in page.by_testid("summary")}
+    assert blocks["5"].attrs["data-active"] == "false"
+    assert blocks["9"].attrs["data-active"] == "true"
+
+    def folded(block: Node) -> list[str]:
+        details = block.by_testid("folded")[0]
+        assert details.tag == "details"
+        return [m.attrs["data-seq"] for m in details.by_testid("message")]
+
+    assert folded(blocks["5"]) == ["1", "2", "3"]
+    assert folded(blocks["9"]) == ["4", "6", "7"]
+    assert blocks["5"].by_testid("summary-range")[0].full_text() == "covers #1\u2013#3"
+    assert blocks["9"].by_testid("summary-range")[0].full_text() == "covers #1\u2013#7"
+    active = page.by_testid("active-summary")[0]
+    assert " ".join(active.full_text().split()) == "#9 covers #1\u2013#7"
+
+
+def test_it_shows_the_newest_page_and_loads_older_ones(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(views, "MESSAGES_PAGE_SIZE", 5)
+    _fill(world.thread, 12)
+    client = world.client(world.member)
+    path = url("playground:thread", world.project, world.thread.pk)
+    newest = tree(client.get(path))
+    assert [m.attrs["data-seq"] for m in newest.by_testid("message")] == ["8", "9", "10", "11", "12"]
+    older = newest.by_testid("load-older")[0]
+    assert older.attrs["href"] == older.attrs["hx-get"] == f"{path}&before=8"
+    partial = client.get(older.attrs["href"], headers={"HX-Request": "true"})
+    assert partial.content.decode().lstrip().startswith('<section id="messages"')
+    page = tree(partial)
+    assert [m.attrs["data-seq"] for m in page.by_testid("message")] == ["3", "4", "5", "6", "7"]
+    assert page.by_testid("messages")[0].attrs["data-before"] == "8"
+    last = tree(client.get(page.by_testid("load-older")[0].attrs["href"]))
+    assert [m.attrs["data-seq"] for m in last.by_testid("message")] == ["1", "2"]
+    assert last.by_testid("load-older") == []
+
+
+def test_it_groups_rows_folded_by_a_summary_on_a_newer_page(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(views, "MESSAGES_PAGE_SIZE", 3)
+    thread = working.thread_create(project=world.project, dataset="d", auto_compact_threshold=6)
+    _fill(thread, 6)  # 1-5 folded into #7, #6 kept
+    page = tree(
+        world.client(world.member).get(
+            url("playground:thread", world.project, thread.pk, before=4)
+        )
+    )
+    elsewhere = page.by_testid("folded-elsewhere")[0]
+    assert [m.attrs["data-seq"] for m in elsewhere.by_testid("message")] == ["1", "2", "3"]
+    assert "summary #7" in elsewhere.full_text()
+
+
+def test_it_answers_400_to_a_malformed_before(world: World) -> None:
+    client = world.client(world.member)
+    for bad in ("x", "0", "-3", "1.5"):
+        response = client.get(url("playground:thread", world.project, world.thread.pk, before=bad))
+        assert response.status_code == 400
+
+
+def test_it_escapes_message_content(world: World) -> None:
+    working.message_append(thread=world.thread, role="user", content=XSS)
+    client = world.client(world.member)
+    for name in ("playground:thread", "playground:playground"):
+        body = client.get(url(name, world.project, world.thread.pk)).content.decode()
+        assert "&lt;img src=x onerror=alert(1)&gt;" in body
+        assert "<img" not in body
+
+
+def test_it_escapes_summaries_datasets_tags_and_errors(world: World) -> None:
+    thread = working.thread_create(project=world.project, dataset=XSS, tags=[XSS])
+    working.message_append(thread=thread, role="user", content=XSS)
+    compaction.compact(thread_id=thread.pk)
+    Thread.objects.filter(pk=thread.pk).update(last_compaction_error=XSS)
+    client = world.client(world.member)
+    for path in (
+        url("playground:thread", world.project, thread.pk),
+        url("playground:threads", world.project),
+        url("playground:thread-stats", world.project, thread.pk),
+    ):
+        assert "<img" not in client.get(path).content.decode()
+
+
+def test_it_renders_only_the_messages_partial_for_htmx(world: World) -> None:
+    working.message_append(thread=world.thread, role="user", content="hello")
+    response = world.client(world.member).get(
+        url("playground:thread", world.project, world.thread.pk), headers={"HX-Request": "true"}
+    )
+    body = response.content.decode()
+    assert body.lstrip().startswith('<section id="messages"')
+    assert body.rstrip().endswith("</section>")
+    assert "<html" not in body and 'id="stats"' not in body and "hello" in body
+
+
+def test_it_renders_the_stats_partial(world: World) -> None:
+    working.message_append(
+        thread=world.thread, role="user", content="a", tokens={"input": 10, "output": 0, "total": 10}
+    )
+    working.message_append(
+        thread=world.thread, role="assistant", content="b", tokens={"input": 0, "output": 30, "total": 30}
+    )
+    response = world.client(world.member).get(
+        url("playground:thread-stats", world.project, world.thread.pk), headers={"HX-Request": "true"}
+    )
+    body = response.content.decode()
+    assert body.lstrip().startswith('<section id="stats"')
+    assert "<html" not in body
+    stats = tree(response)
+    assert stats.by_testid("stat-message-count")[0].full_text() == "2"
+    assert stats.by_testid("stat-compactions")[0].full_text().strip() == "0"
+    tokens = " ".join(stats.by_testid("stat-tokens")[0].full_text().split())
+    assert tokens == "40 total (10 in · 30 out · 20 per message)"
+
+
+def test_it_shows_the_last_compaction_error(world: World) -> None:
+    page = tree(world.client(world.member).get(url("playground:thread", world.project, world.thread.pk)))
+    assert page.by_testid("compaction-error") == []
+    Thread.objects.filter(pk=world.thread.pk).update(last_compaction_error="Model call failed: timeout")
+    page = tree(world.client(world.member).get(url("playground:thread", world.project, world.thread.pk)))
+    assert "Model call failed: timeout" in page.by_testid("compaction-error")[0].full_text()
+
+
+def test_it_shows_end_as_disabled_until_episodes_exist(world: World) -> None:
+    page = tree(world.client(world.member).get(url("playground:thread", world.project, world.thread.pk)))
+    end = page.by_testid("end-thread")[0]
+    assert "disabled" in end.attrs
+    assert "Episodes are not built yet" in page.all(lambda n: n.attrs.get("id") == "end-note")[0].full_text()
+
+
+def test_it_compacts_from_the_thread_page(world: World) -> None:
+    _fill(world.thread, 3)
+    client = world.client(world.member)
+    response = client.post(url("playground:thread-compact", world.project, world.thread.pk), follow=True)
+    assert response.redirect_chain == [(url("playground:thread", world.project, world.thread.pk), 302)]
+    flash = " ".join(tree(response).by_testid("flash")[0].full_text().split())
+    assert flash == "Compacted 3 messages (#1-#3) into summary #4."
+    assert Message.objects.filter(thread=world.thread, compacted_at__isnull=False).count() == 3
+    again = client.post(url("playground:thread-compact", world.project, world.thread.pk), follow=True)
+    assert " ".join(tree(again).by_testid("flash")[0].full_text().split()) == "Nothing to compact."
+
+
+class _TimingOutModel:
+    def summarize(self, **kwargs: Any) -> Any:
+        raise ModelTimeout("no answer within 30 s")
+
+
+def test_it_reports_a_failed_compaction_and_changes_nothing(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fill(world.thread, 2)
+    monkeypatch.setattr(llm, "get_model", lambda: _TimingOutModel())
+    response = world.client(world.member).post(
+        url("playground:thread-compact", world.project, world.thread.pk), follow=True
+    )
+    assert response.status_code == 200
+    page = tree(response)
+    flash = " ".join(page.by_testid("flash")[0].full_text().split())
+    assert flash == (
+        "Compaction failed: the model call failed (timeout): no answer within 30 s. Nothing was changed."
+    )
+    assert "no answer within 30 s" in page.by_testid("compaction-error")[0].full_text()
+    assert Message.objects.filter(thread=world.thread, compacted_at__isnull=False).count() == 0
+    assert Message.objects.filter(thread=world.thread, is_summary=True).count() == 0
+
+
+# --- playground page ---------------------------------------------------------------------------------
+
+
+def test_it_shows_the_offline_adapter_and_how_to_set_a_key(world: World) -> None:
+    page = tree(world.client(world.member).get(url("playground:playground", world.project, world.thread.pk)))
+    note = " ".join(page.by_testid("adapter-note")[0].full_text().split())
+    assert "Model: offline." in note and "export GEMINI_API_KEY=your-key" in note
+    assert " ".join(page.by_testid("adapter-badge")[0].full_text().split()) == "model: offline"
+
+
+def test_it_shows_the_gemini_adapter_and_model(world: World, settings: Any) -> None:
+    settings.MEMORY_LLM_ADAPTER = "gemini"
+    settings.GEMINI_CHAT_MODEL = "gemini-2.5-flash"
+    page = tree(world.client(world.member).get(url("playground:playground", world.project, world.thread.pk)))
+    note = " ".join(page.by_testid("adapter-note")[0].full_text().split())
+    assert note.startswith("Model: Gemini · gemini-2.5-flash.")
+    assert " ".join(page.by_testid("adapter-badge")[0].full_text().split()) == (
+        "model: gemini · gemini-2.5-flash"
+    )
+
+
+def test_it_wires_the_playground_to_the_chat_and_live_routes(world: World) -> None:
+    page = tree(world.client(world.member).get(url("playground:playground", world.project, world.thread.pk)))
+    root = page.all(lambda n: n.attrs.get("id") == "live-root")[0]
+    pid = world.project.pk
+    assert root.attrs["data-chat-url"] == url("playground:chat", world.project, world.thread.pk)
+    assert root.attrs["data-ws-path"] == f"/ws/threads/{world.thread.pk}/?projectId={pid}"
+    placeholder = root.attrs["data-turn-placeholder"]
+    assert root.attrs["data-turn-url-template"].replace(placeholder, "7") == url(
+        "playground:turn-context", world.project, 7
+    )
+    limit = page.by_testid("chat-message-limit")[0]
+    assert (limit.attrs["min"], limit.attrs["max"], limit.attrs["value"]) == ("1", "100", "20")
+
+
+# --- members ---------------------------------------------------------------------------------------
+
+
+def test_it_lets_an_owner_add_an_existing_user(world: World) -> None:
+    make_user("nina")
+    response = world.client(world.owner).post(
+        url("playground:members", world.project), {"username": "nina", "role": "member"}
+    )
+    assert response.status_code == 302
+    assert Membership.objects.get(project=world.project, user__username="nina").role == "member"
+
+
+def test_it_refuses_an_unknown_or_existing_username(world: World) -> None:
+    client = world.client(world.owner)
+    unknown = client.post(url("playground:members", world.project), {"username": "ghost", "role": "member"})
+    assert unknown.status_code == 400
+    assert "No user with that username." in unknown.content.decode()
+    again = client.post(url("playground:members", world.project), {"username": "mark", "role": "owner"})
+    assert again.status_code == 400
+    assert "already a member" in again.content.decode()
+    assert Membership.objects.get(user=world.member).role == "member"
+
+
+def test_it_keeps_member_management_to_owners(world: World) -> None:
+    make_user("nina")
+    client = world.client(world.member)
+    page = tree(client.get(url("playground:members", world.project)))
+    assert [r.attrs["data-username"] for r in page.by_testid("member-row")] == ["mark", "olivia"]
+    assert page.by_testid("member-add-form") == [] and page.by_testid("member-remove") == []
+    add = client.post(url("playground:members", world.project), {"username": "nina", "role": "owner"})
+    assert add.status_code == 403
+    owner_membership = Membership.objects.get(user=world.owner)
+    for method in ("get", "post"):
+        path = url("playground:member-remove", world.project, owner_membership.pk)
+        assert _call(client, method, path).status_code == 403
+    assert Membership.objects.filter(project=world.project).count() == 2
+
+
+def test_it_removes_a_member_after_confirmation(world: World) -> None:
+    client = world.client(world.owner)
+    path = url("playground:member-remove", world.project, world.member_membership.pk)
+    confirm = client.get(path)
+    assert confirm.status_code == 200 and tree(confirm).by_testid("member-remove-submit")
+    assert Membership.objects.filter(pk=world.member_membership.pk).exists()
+    response = client.post(path)
+    assert response.status_code == 302
+    assert not Membership.objects.filter(pk=world.member_membership.pk).exists()
+    # The removed member now gets 404 like any outsider.
+    assert world.client(world.member).get(url("playground:threads", world.project)).status_code == 404
+
+
+def test_it_keeps_the_last_owner(world: World) -> None:
+    owner_membership = Membership.objects.get(user=world.owner, project=world.project)
+    client = world.client(world.owner)
+    path = url("playground:member-remove", world.project, owner_membership.pk)
+    assert tree(client.get(path)).by_testid("member-remove-submit") == []
+    response = client.post(path, follow=True)
+    assert "A project keeps at least one owner." in response.content.decode()
+    assert Membership.objects.filter(pk=owner_membership.pk).exists()
+
+
+# --- API keys -------------------------------------------------------------------------------------------
+
+
+def test_it_shows_a_new_keys_secret_once_and_stores_only_its_hash(world: World) -> None:
+    client = world.client(world.owner)
+    response = client.post(url("playground:keys", world.project), {"name": "production"})
+    assert response.status_code == 201
+    assert "no-store" in response["Cache-Control"]
+    secret = tree(response).by_testid("key-secret")[0].attrs["value"]
+    key = ApiKey.objects.get(name="production")
+    assert re.fullmatch(rf"mk_{key.prefix}_[A-Za-z0-9_-]+", secret)
+    assert key.hash == hashlib.sha256(secret.encode()).hexdigest()
+    stored = [str(v) for v in ApiKey.objects.filter(pk=key.pk).values().get().values()]
+    assert secret not in stored
+    listing = client.get(url("playground:keys", world.project))
+    assert secret not in listing.content.decode()
+    assert key.prefix in [r.attrs["data-prefix"] for r in tree(listing).by_testid("key-row")]
+    # The secret works on the API.
+    api = Client().get("/v1/memory/working/threads", headers={"Authorization": f"Bearer {secret}"})
+    assert api.status_code == 200
+
+
+def test_it_lists_keys_with_prefix_name_and_dates(world: World) -> None:
+    page = tree(world.client(world.member).get(url("playground:keys", world.project)))
+    row = page.by_testid("key-row")[0]
+    text = " ".join(row.full_text().split())
+    assert row.attrs["data-prefix"] == world.key.prefix
+    assert text.startswith(f"ci mk_{world.key.prefix}_…")
+    assert "never" in text
+
+
+def test_it_keeps_key_management_to_owners(world: World) -> None:
+    client = world.client(world.member)
+    page = tree(client.get(url("playground:keys", world.project)))
+    assert page.by_testid("key-create-form") == [] and page.by_testid("key-revoke") == []
+    assert client.post(url("playground:keys", world.project), {"name": "x"}).status_code == 403
+    revoke = url("playground:key-revoke", world.project, world.key.pk)
+    assert client.get(revoke).status_code == 403
+    assert client.post(revoke).status_code == 403
+    assert ApiKey.objects.count() == 1
+    assert ApiKey.objects.get().revoked is None
+
+
+def test_it_revokes_a_key_after_confirmation(world: World) -> None:
+    _, secret = ApiKey.issue(project=world.project, name="old")
+    key = ApiKey.objects.get(name="old")
+    client = world.client(world.owner)
+    path = url("playground:key-revoke", world.project, key.pk)
+    assert tree(client.get(path)).by_testid("key-revoke-submit")
+    assert ApiKey.objects.get(pk=key.pk).revoked is None
+    response = client.post(path)
+    assert response.status_code == 302
+    assert response["Location"] == url("playground:keys", world.project)
+    assert ApiKey.objects.get(pk=key.pk).revoked is not None
+    api = Client().get("/v1/memory/working/threads", headers={"Authorization": f"Bearer {secret}"})
+    assert api.status_code == 401
+    listing = tree(client.get(url("playground:keys", world.project)))
+    assert [r.attrs["data-prefix"] for r in listing.by_testid("revoked-key-row")] == [key.prefix]
+
+
+# --- settings ------------------------------------------------------------------------------------------
+
+
+def test_it_lets_an_owner_rename_the_project(world: World) -> None:
+    response = world.client(world.owner).post(url("playground:settings", world.project), {"name": "Acme Labs"})
+    assert response.status_code == 302
+    assert Project.objects.get(pk=world.project.pk).name == "Acme Labs"
+
+
+def test_it_keeps_settings_to_owners(world: World) -> None:
+    client = world.client(world.member)
+    assert tree(client.get(url("playground:settings", world.project))).by_testid("settings-form") == []
+    assert client.post(url("playground:settings", world.project), {"name": "Mine"}).status_code == 403
+    assert Project.objects.get(pk=world.project.pk).name == "Acme"
+
+
+def test_it_refuses_an_empty_project_name(world: World) -> None:
+    response = world.client(world.owner).post(url("playground:settings", world.project), {"name": " "})
+    assert response.status_code == 400
+    assert Project.objects.get(pk=world.project.pk).name == "Acme"
