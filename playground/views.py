@@ -10,6 +10,7 @@ to the login page.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
@@ -159,8 +160,12 @@ def _timeline(*, thread: Thread, before: int | None) -> Timeline:
     page_min, page_max = rows[0].sequence_number, rows[-1].sequence_number
 
     summaries = [r for r in rows if r.is_summary]
+    # Every committed run adds one summary row, so compaction_count says how many exist
+    # off this page; when none (or only the active one) can be off it, skip the scans
+    # below, which walk the thread's rows because no index covers is_summary.
+    off_page = thread.compaction_count - len(summaries)
     previous_end = 0
-    if summaries and has_older:
+    if summaries and has_older and off_page > 0:
         previous = (
             Message.objects.filter(thread=thread, is_summary=True, sequence_number__lt=page_min)
             .order_by("-sequence_number")
@@ -180,9 +185,14 @@ def _timeline(*, thread: Thread, before: int | None) -> Timeline:
     candidates = list(blocks.values())
     reach = max((c.summary.covers_to_sequence or 0 for c in candidates), default=0)
     if folded and folded[-1].sequence_number > reach:
-        later = Message.objects.filter(
-            thread=thread, is_summary=True, sequence_number__gt=page_max
-        ).order_by("sequence_number")[:LATER_SUMMARIES_MAX]
+        active = thread.active_summary if thread.active_summary_id else None
+        later: Iterable[Message]
+        if off_page == 1 and active is not None and active.sequence_number > page_max:
+            later = [active]
+        else:
+            later = Message.objects.filter(
+                thread=thread, is_summary=True, sequence_number__gt=page_max
+            ).order_by("sequence_number")[:LATER_SUMMARIES_MAX]
         for summary in later:
             candidates.append(
                 SummaryBlock(summary=summary, fold_from=previous_end + 1, on_page=False)

@@ -764,3 +764,10 @@ def test_it_refuses_an_empty_project_name(world: World) -> None:
     response = world.client(world.owner).post(url("playground:settings", world.project), {"name": " "})
     assert response.status_code == 400
     assert Project.objects.get(pk=world.project.pk).name == "Acme"
+
+
+def test_it_renders_its_own_404_page_for_a_logged_in_outsider(world: World) -> None:
+    response = world.client(world.outsider).get(url("playground:threads", world.project))
+    assert response.status_code == 404
+    body = " ".join(tree(response).full_text().split())
+    assert "Not found" in body and "Acme" not in body
