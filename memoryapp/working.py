@@ -103,16 +103,23 @@ def thread_create(
     return thread
 
 
+def _thread_pk(thread_id: str | uuid.UUID) -> uuid.UUID:
+    """The thread id as a UUID; ThreadNotFound (not a 400) when it is malformed."""
+    if isinstance(thread_id, uuid.UUID):
+        return thread_id
+    try:
+        return uuid.UUID(str(thread_id))
+    except ValueError as exc:
+        raise ThreadNotFound() from exc
+
+
 def thread_get(*, project: Project, thread_id: str | uuid.UUID, with_summary: bool = False) -> Thread:
     """Return the thread ``thread_id`` of ``project``.
 
     Raises ThreadNotFound for a malformed id, a missing thread, or another project's
     thread alike, so the answer never reveals that a thread exists elsewhere.
     """
-    try:
-        pk = thread_id if isinstance(thread_id, uuid.UUID) else uuid.UUID(str(thread_id))
-    except ValueError as exc:
-        raise ThreadNotFound() from exc
+    pk = _thread_pk(thread_id)
     qs = Thread.objects.all()
     if with_summary:
         qs = qs.select_related("active_summary")
@@ -250,7 +257,8 @@ class AppendResult:
 
 def message_append(
     *,
-    thread: Thread,
+    thread: Thread | str | uuid.UUID,
+    project: Project | None = None,
     role: str,
     content: str,
     tokens: dict[str, int] | None = None,
@@ -270,17 +278,28 @@ def message_append(
     (keepLast 1). A failed run does not fail the append: ``compacted`` is then False and
     the error is recorded on the thread (section 6 items 2 and 4).
 
+    ``thread`` is a Thread or a thread id. With ``project``, the thread must belong to it:
+    the API passes the id and the key's project, so the scoped look-up is the locked read
+    itself and an append costs one read of the thread row, not two.
+
     ``tokens`` is ``{"input", "output", "total"}`` (validated non-negative ints) or None.
-    Raises ThreadNotFound if the thread was deleted meanwhile, IdempotencyConflict when
-    ``idempotency_key`` was used on this thread for a different role or content.
+    ``createdAt`` is taken once the lock is held, so timestamps follow sequence order
+    unless the clock itself steps back (order is by sequence number either way).
+    Raises ThreadNotFound if the thread does not exist (any more), its id is malformed, or
+    it is not in ``project``; IdempotencyConflict when ``idempotency_key`` was used on this
+    thread for a different role or content.
     """
-    now = timezone.now()
+    pk = thread.pk if isinstance(thread, Thread) else _thread_pk(thread)
+    scope = Thread.objects.select_for_update()
+    if project is not None:
+        scope = scope.filter(project=project)
     try:
         with transaction.atomic():
             try:
-                locked = Thread.objects.select_for_update().get(pk=thread.pk)
+                locked = scope.get(pk=pk)
             except Thread.DoesNotExist as exc:
                 raise ThreadNotFound() from exc
+            now = timezone.now()
             if idempotency_key is not None:
                 existing = Message.objects.filter(
                     thread=locked, idempotency_key=idempotency_key

@@ -106,7 +106,6 @@ def append_message(
     request: HttpRequest, thread_id: str, payload: MessageIn, response: HttpResponse
 ) -> Status[dict[str, Any]]:
     """sequenceNumber is assigned by the server; send ``Idempotency-Key`` to make retries safe."""
-    thread = working.thread_get(project=_project(request), thread_id=thread_id)
     key = request.headers.get("Idempotency-Key")
     if key is not None:
         key = key.strip()
@@ -130,8 +129,10 @@ def append_message(
     metadata = None
     if payload.metadata is not None:
         metadata = payload.metadata.model_dump(exclude_none=True) or None
+    # The project-scoped thread look-up is message_append's locked read (one query, not two).
     result = working.message_append(
-        thread=thread,
+        thread=thread_id,
+        project=_project(request),
         role=payload.role,
         content=payload.content,
         tokens=tokens,

@@ -97,7 +97,9 @@ class ApiKey(models.Model):
         """
         prefix = secrets.token_hex(4)
         secret = f"{KEY_PREFIX}{prefix}_{secrets.token_urlsafe(24)}"
-        key = cls.objects.create(project=project, name=name, prefix=prefix, hash=hash_secret(secret))
+        key = cls.objects.create(
+            project=project, name=name, prefix=prefix, hash=hash_secret(secret)
+        )
         return key, secret
 
     @classmethod
@@ -108,13 +110,10 @@ class ApiKey(models.Model):
         """
         if not secret.startswith(KEY_PREFIX) or len(secret) > 200:
             return None
-        key = (
-            cls.objects.active()
-            .select_related("project")
-            .filter(hash=hash_secret(secret))
-            .first()
-        )
-        if key is None:
+        try:
+            # get() on the unique hash: no ORDER BY (Meta.ordering), as first() would add.
+            key = cls.objects.active().select_related("project").get(hash=hash_secret(secret))
+        except cls.DoesNotExist:
             return None
         now = timezone.now()
         if key.last_used is None or now - key.last_used > LAST_USED_RESOLUTION:
