@@ -27,6 +27,9 @@
 
     var current = null; // the turn this page is sending: {user, assistant, turnId}
     var streams = new Map(); // turnId -> bubble, for turns streamed from any page
+    // Turns whose stored reply is already shown. Their chat.delta frames can still arrive
+    // after the HTTP answer (the WebSocket is a separate path) and must not start a bubble.
+    var finished = new Set();
 
     function csrfToken() {
       var match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
@@ -193,6 +196,8 @@
       }
 
       var turn = current;
+      if (body && body.turnId !== undefined && body.turnId !== null) finished.add(body.turnId);
+      if (turn.turnId !== null) finished.add(turn.turnId);
       if (response.status === 201 && body) {
         if (body.turnId !== undefined) streams.delete(body.turnId);
         describeTurn(body);
@@ -255,6 +260,7 @@
       var frame = event.detail;
       var data = frame.data || {};
       if (frame.event === "chat.delta") {
+        if (finished.has(data.turnId)) return;
         var b = streams.get(data.turnId);
         if (!b) {
           if (current && current.turnId === null) {
@@ -273,6 +279,7 @@
       } else if (frame.event === "chat.done" || frame.event === "chat.error") {
         // Another page's turn: its stored messages arrive with live.js's refresh.
         var other = streams.get(data.turnId);
+        if (!(current && current.turnId === data.turnId)) finished.add(data.turnId);
         if (other && !(current && current.turnId === data.turnId)) {
           streams.delete(data.turnId);
           if (frame.event === "chat.error") {
