@@ -22,10 +22,12 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from memoryapp import events, llm
@@ -218,12 +220,32 @@ def compact(
     return None
 
 
+def _claim_lease(thread_id: uuid.UUID) -> datetime | None:
+    """Take the thread's auto-compaction lease; return its expiry, or None if another run holds it."""
+    now = timezone.now()
+    until = now + timedelta(seconds=int(settings.MEMORY_COMPACTION_LEASE_SECONDS))
+    claimed = (
+        Thread.objects.filter(pk=thread_id)
+        .filter(Q(compaction_lease_until__isnull=True) | Q(compaction_lease_until__lt=now))
+        .update(compaction_lease_until=until)
+    )
+    return until if claimed else None
+
+
 def auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> bool:
     """Compaction tripped by an append (spec 000: keepLast 1). True if a run committed.
+
+    Only one automatic run per thread calls the model at a time: an append that trips
+    while another run holds the thread's lease returns False at once (that run will fold
+    the rows; if it fails, a later append tries again). The lease expires on its own after
+    MEMORY_COMPACTION_LEASE_SECONDS, so a crashed worker cannot block compaction for good.
 
     Never raises for a model failure: the append already succeeded, the failure is
     recorded on the thread, and the next append tries again.
     """
+    lease = _claim_lease(thread_id)
+    if lease is None:
+        return False
     try:
         result = compact(
             thread_id=thread_id, keep_from_sequence=keep_from_sequence, require_threshold=True
@@ -234,3 +256,7 @@ def auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> bool:
         return False
     except ThreadNotFound:
         return False
+    finally:
+        Thread.objects.filter(pk=thread_id, compaction_lease_until=lease).update(
+            compaction_lease_until=None
+        )

@@ -7,6 +7,8 @@ REDIS_URL to the Redis channel layer, GEMINI_API_KEY (or GOOGLE_API_KEY) to Gemi
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +101,14 @@ else:
                     "PRAGMA foreign_keys=ON;"
                 ),
             },
-            "TEST": {"NAME": env_str("SQLITE_TEST_PATH", str(BASE_DIR / "test-db.sqlite3"))},
+            # A file (not :memory:) so threads and the browser tests' server process share
+            # it; one per test run, so runs side by side never write the same file.
+            "TEST": {
+                "NAME": env_str(
+                    "SQLITE_TEST_PATH",
+                    str(Path(tempfile.gettempdir()) / f"memory-test-{os.getpid()}.sqlite3"),
+                )
+            },
         }
     }
 
@@ -164,6 +173,8 @@ GEMINI_RETRY_ATTEMPTS = env_int("GEMINI_RETRY_ATTEMPTS", 3)
 GEMINI_RETRY_INITIAL_DELAY_SECONDS = env_float("GEMINI_RETRY_INITIAL_DELAY_SECONDS", 1.0)
 # Upper bound on a rolling summary's length, in tokens as memoryapp.tokens counts them.
 MEMORY_SUMMARY_MAX_TOKENS = env_int("MEMORY_SUMMARY_MAX_TOKENS", 1024)
+# How long an automatic compaction run may hold a thread before another may start one.
+MEMORY_COMPACTION_LEASE_SECONDS = env_int("MEMORY_COMPACTION_LEASE_SECONDS", 120)
 # Model prices in USD per 1M tokens, for the playground's per-turn cost lines. Defaults are
 # Gemini 2.5 Flash's paid-tier text prices; the offline adapter always costs 0.
 MEMORY_PRICE_INPUT_PER_MTOK = env_float("MEMORY_PRICE_INPUT_PER_MTOK", 0.30)

@@ -46,6 +46,9 @@ class Thread(models.Model):
     last_compacted_at = models.DateTimeField(null=True, blank=True)
     last_compaction_error = models.TextField(blank=True, default="")
     last_compaction_error_at = models.DateTimeField(null=True, blank=True)
+    # Set while an automatic compaction run holds the thread's model call, so appends that
+    # arrive during that call do not each start (and pay for) a run that would lose.
+    compaction_lease_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [
