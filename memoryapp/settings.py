@@ -56,6 +56,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last on purpose: see its docstring (one sync/async hand-off per request, not ~30).
+    "memoryapp.middleware.SyncChainMiddleware",
 ]
 
 ROOT_URLCONF = "memoryapp.urls"
