@@ -1,0 +1,158 @@
+"""Browser tests: Playwright driving Debian's chromium against a real daphne server.
+
+The server is channels' DaphneProcess (the same one ChannelsLiveServerTestCase uses) in
+a child process on the test database, so HTTP, static files and WebSockets behave as in
+production. The browser is /usr/bin/chromium, never a downloaded build; without it these
+tests are skipped with a message saying how to install it.
+
+Screenshots go to ``test-output/`` at the project root (or $TEST_OUTPUT_DIR).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SERVER_START_TIMEOUT_S = 30
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "/e2e/" in str(item.fspath):
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(scope="session")
+def output_dir() -> Path:
+    """Where screenshots are saved (created on demand)."""
+    path = Path(
+        os.environ.get("TEST_OUTPUT_DIR", Path(__file__).resolve().parents[2] / "test-output")
+    )
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _configure_server(database_name: str) -> None:
+    """Runs in the server process before it serves: the test database and the offline model.
+
+    channels' own ``set_database_connection`` derives the name from TEST["NAME"] or by
+    prefixing "test_" to NAME, which on PostgreSQL (NAME already rewritten to the test
+    database by pytest-django) names a database that does not exist; the parent's real
+    name is passed instead. The autouse ``offline_model`` fixture only changes the test
+    process's settings, so the server pins the offline adapter itself: the browser tests
+    must never call a real model, even with GEMINI_API_KEY in the environment.
+    """
+    from django.conf import settings
+
+    settings.DATABASES["default"]["NAME"] = database_name
+    settings.MEMORY_LLM_ADAPTER = "offline"
+
+
+@pytest.fixture(scope="package")
+def live_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
+    """Base URL of a daphne server (child process) serving the ASGI app on the test DB.
+
+    Data the tests create must be committed to be seen here: use ``transactional_db``.
+    Package-scoped: stopped when the browser tests are done, so the rest of the suite
+    does not run beside it (and PostgreSQL can drop the test database at the end).
+    """
+    from channels.testing.live import make_application
+    from daphne.testing import DaphneProcess
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+    from django.db import connection, connections
+
+    get_application = partial(make_application, static_wrapper=ASGIStaticFilesHandler)
+    with django_db_blocker.unblock():
+        database_name = str(connection.settings_dict["NAME"])
+        # The child is forked: it must not share the parent's open database sockets, and
+        # it must not inherit pytest-django's "database access not allowed" block (the
+        # fork copies whatever state the parent is in at start()).
+        connections.close_all()
+        process = DaphneProcess(
+            "127.0.0.1", get_application, setup=partial(_configure_server, database_name)
+        )
+        process.start()
+    # Poll so a server that dies on start-up fails the session at once, with its error.
+    for _ in range(SERVER_START_TIMEOUT_S):
+        if process.ready.wait(timeout=1) or not process.is_alive():
+            break
+    if not process.ready.is_set():
+        error = "" if process.errors.empty() else process.errors.get(timeout=1)[1]
+        process.terminate()
+        raise RuntimeError(f"daphne did not start\n{error}")
+    try:
+        yield f"http://127.0.0.1:{process.port.value}"
+    finally:
+        process.terminate()
+        process.join(timeout=10)
+
+
+@pytest.fixture(autouse=True)
+def no_broadcasts_from_the_test_process(live_url: str, settings: Any) -> None:
+    """Domain calls that seed data in the test process broadcast nothing.
+
+    Nobody listens in this process (the pages' WebSockets are on the server, which has
+    its own channel layer), and async_to_sync refuses to run here anyway: Playwright's
+    sync API keeps an event loop running in this thread, so every broadcast would log a
+    RuntimeError. Depends on ``live_url`` so the server is forked before the setting
+    changes (it keeps its own channel layer).
+    """
+    settings.CHANNEL_LAYERS = {}
+
+
+@pytest.fixture(scope="package")
+def browser(live_url: str) -> Iterator[Any]:
+    """A headless Debian chromium driven by Playwright (skipped when it is not installed).
+
+    Package-scoped, not session-scoped: Playwright's sync API keeps an asyncio loop
+    running in the main thread for as long as it is open, and the rest of the suite
+    (pytest-asyncio tests, async_to_sync) cannot start a loop of its own meanwhile; so it
+    closes when the last browser test is done. For that time the tests' own ORM calls,
+    synchronous and in the main thread, are allowed despite that running loop. Starts
+    after ``live_url``, so the forked server inherits neither that loop nor the pipes to
+    Playwright's driver.
+    """
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with pytest.MonkeyPatch.context() as patch, sync_playwright() as pw:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        instance = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+@pytest.fixture
+def new_page(browser: Any) -> Iterator[Any]:
+    """A factory of fresh pages (each in its own context, so sessions do not mix)."""
+    contexts: list[Any] = []
+
+    def make(width: int = 1280, height: int = 900) -> Any:
+        context = browser.new_context(viewport={"width": width, "height": height})
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()
