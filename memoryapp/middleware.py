@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+logger = logging.getLogger(__name__)
 
 
 class SyncChainMiddleware:
@@ -25,3 +28,36 @@ class SyncChainMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         return self.get_response(request)
+
+
+class ApiJsonErrorsMiddleware:
+    """Makes every /v1 error JSON, including the ones Django answers before ninja runs.
+
+    An unknown path under /v1/ (Django's 404), a method a route does not take (ninja's
+    plain-text 405, whose ``Allow`` header is kept), and an unhandled exception (500)
+    would otherwise be HTML or text; API clients get ``{"error": ...}`` like every other
+    error (DESIGN.md section 5). The 500 body never carries a traceback.
+    """
+
+    PREFIX = "/v1/"
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if not request.path.startswith(self.PREFIX) or response.status_code not in (404, 405):
+            return response
+        if response.get("Content-Type", "").startswith("application/json"):
+            return response
+        error = "Not found" if response.status_code == 404 else "Method not allowed"
+        body = JsonResponse({"error": error}, status=response.status_code)
+        if "Allow" in response:
+            body["Allow"] = response["Allow"]
+        return body
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not request.path.startswith(self.PREFIX):
+            return None
+        logger.exception("unhandled error on %s %s", request.method, request.path)
+        return JsonResponse({"error": "Internal server error"}, status=500)

@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "channels",
+    "ninja",  # serves the API docs' Swagger UI from local static files, not a CDN
     "django_htmx",
     "template_partials",
     "memoryapp",
@@ -56,6 +57,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "memoryapp.middleware.ApiJsonErrorsMiddleware",
     # Last on purpose: see its docstring (one sync/async hand-off per request, not ~30).
     "memoryapp.middleware.SyncChainMiddleware",
 ]
@@ -189,3 +191,5 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"django.channels.server": {"level": "WARNING"}},
 }
+
+CSRF_FAILURE_VIEW = "playground.chat_views.csrf_failure"

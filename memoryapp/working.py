@@ -15,7 +15,7 @@ import binascii
 import logging
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -49,7 +49,7 @@ def thread_to_dict(thread: Thread) -> dict[str, Any]:
         "autoCompactThreshold": thread.auto_compact_threshold,
         "createdAt": iso_ms(thread.created),
         "lastActivityAt": iso_ms(thread.last_activity),
-        "messageCount": thread.message_total,
+        "totalMessages": thread.message_total,
         "compaction": compaction_state(thread),
     }
 
@@ -133,11 +133,14 @@ def thread_update(*, thread: Thread, changes: dict[str, Any]) -> Thread:
     """Apply a partial update and return the thread.
 
     ``changes`` may hold ``dataset``, ``tags``, ``metadata``, ``auto_compact_threshold``
-    (None disables auto-compaction); keys absent are left alone.
+    (None disables auto-compaction); keys absent are left alone. Raises ThreadNotFound
+    if the thread was deleted meanwhile.
     """
     fields: list[str] = []
     with transaction.atomic():
-        locked = Thread.objects.select_for_update().get(pk=thread.pk)
+        locked = Thread.objects.select_for_update().filter(pk=thread.pk).first()
+        if locked is None:  # deleted since the caller looked it up
+            raise ThreadNotFound()
         for name in ("dataset", "metadata", "auto_compact_threshold"):
             if name in changes:
                 setattr(locked, name, changes[name])
@@ -175,8 +178,13 @@ def _decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
         padded = cursor + "=" * (-len(cursor) % 4)
         created_raw, id_raw = base64.urlsafe_b64decode(padded.encode()).decode().split("|", 1)
         created = datetime.fromisoformat(created_raw)
+        if created.tzinfo is None:
+            raise ValueError("cursor time without a zone")
+        # Normalise to UTC here: a forged far-past or far-future time would otherwise
+        # overflow inside the database driver's conversion.
+        created = created.astimezone(UTC)
         return created, uuid.UUID(id_raw)
-    except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
+    except (ValueError, OverflowError, binascii.Error, UnicodeDecodeError) as exc:
         raise InvalidInput(
             [{"path": ["cursor"], "message": "Malformed cursor", "code": "invalid_cursor"}]
         ) from exc

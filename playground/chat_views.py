@@ -183,3 +183,12 @@ def turn_context(request: HttpRequest, turn_id: int) -> HttpResponse:
             "adapter": turn.adapter,
         },
     )
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: JSON for the chat route (its caller is fetch()), Django's page elsewhere."""
+    if request.path.startswith("/dashboard/chat/"):
+        return _error(403, "CSRF check failed", detail=reason)
+    from django.views.csrf import csrf_failure as default_failure
+
+    return default_failure(request, reason=reason)

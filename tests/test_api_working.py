@@ -7,6 +7,7 @@ a 400 (413 for size) with the error body and must never use up a sequence number
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -105,7 +106,7 @@ def test_it_creates_a_thread_with_every_field(api: Api) -> None:
         "autoCompactThreshold": 30,
         "createdAt": body["createdAt"],
         "lastActivityAt": body["createdAt"],
-        "messageCount": 0,
+        "totalMessages": 0,
         "compaction": {
             "count": 0,
             "activeSummaryId": None,
@@ -191,7 +192,7 @@ def test_it_gets_a_thread_with_its_message_count(api: Api, thread_id: str) -> No
     body = api.get(f"{BASE}/threads/{thread_id}").json()
 
     assert body["threadId"] == thread_id
-    assert body["messageCount"] == 2
+    assert body["totalMessages"] == 2
     assert body["lastActivityAt"] == last["createdAt"]
 
 
@@ -1084,3 +1085,106 @@ def test_it_records_when_a_key_was_last_used(api: Api, thread_id: str) -> None:
 
     key.refresh_from_db()
     assert key.last_used is not None
+
+
+# --- Review findings: each was a 500 or silently accepted -------------------------------
+
+
+def test_it_answers_json_for_unknown_paths_and_wrong_methods(api: Api, thread_id: str) -> None:
+    headers = {"Authorization": f"Bearer {api.key}"}
+
+    unknown = api.client.get("/v1/memory/working/nope", headers=headers)
+    trailing = api.client.get(f"{BASE}/threads/{thread_id}/", headers=headers)
+    wrong = api.client.put(f"{BASE}/threads/{thread_id}", headers=headers)
+
+    assert (unknown.status_code, unknown.json()) == (404, {"error": "Not found"})
+    assert (trailing.status_code, trailing.json()) == (404, {"error": "Not found"})
+    assert (wrong.status_code, wrong.json()) == (405, {"error": "Method not allowed"})
+    assert "GET" in wrong["Allow"]
+
+
+def test_it_answers_json_500_without_a_traceback(
+    api: Api, thread_id: str, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    from memoryapp import working
+
+    def boom(**kwargs: Any) -> None:
+        raise RuntimeError("secret internals")
+
+    settings.DEBUG = True
+    monkeypatch.setattr(working, "thread_stats", boom)
+    api.client.raise_request_exception = False
+
+    resp = api.get(f"{BASE}/threads/{thread_id}/stats")
+
+    assert (resp.status_code, resp.json()) == (500, {"error": "Internal server error"})
+    assert b"secret internals" not in resp.content
+
+
+@pytest.mark.parametrize(
+    "created",
+    ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00", "2026-01-01T00:00:00"],
+)
+def test_it_refuses_a_forged_thread_cursor(api: Api, created: str) -> None:
+    raw = f"{created}|{uuid.uuid4()}".encode()
+    cursor = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+    resp = api.get(f"{BASE}/threads", cursor=cursor)
+
+    assert resp.status_code == 400
+    assert resp.json()["issues"][0]["code"] == "invalid_cursor"
+
+
+def test_it_answers_404_to_a_patch_of_a_thread_deleted_meanwhile(api: Api, thread_id: str) -> None:
+    from memoryapp import working
+    from memoryapp.errors import ThreadNotFound
+    from memoryapp.models import Thread
+
+    thread = Thread.objects.get(pk=thread_id)
+    Thread.objects.filter(pk=thread_id).delete()
+
+    with pytest.raises(ThreadNotFound):
+        working.thread_update(thread=thread, changes={"dataset": "x"})
+
+
+@pytest.mark.parametrize(
+    ("tokens", "code"),
+    [
+        ({}, "empty_tokens"),
+        ({"input": 10, "output": 10, "total": 1}, "inconsistent_tokens"),
+    ],
+)
+def test_it_refuses_inconsistent_tokens(
+    api: Api, thread_id: str, tokens: dict[str, int], code: str
+) -> None:
+    resp = api.append(thread_id, "hi", tokens=tokens)
+
+    assert resp.status_code == 400
+    assert [(i["path"], i["code"]) for i in resp.json()["issues"]] == [(["tokens"], code)]
+    assert append_ok(api, thread_id, "next")["sequenceNumber"] == 1
+
+
+def test_it_accepts_partial_tokens_and_fills_in_the_rest(api: Api, thread_id: str) -> None:
+    append_ok(api, thread_id, "hi", tokens={"output": 7})
+
+    row = api.get(messages_url(thread_id)).json()["messages"][0]
+
+    assert row["tokens"] == {"input": 0, "output": 7, "total": 7}
+
+
+@pytest.mark.parametrize("content", ["\u200b", " \u200d\ufeff ", "\u2066\u2069"])
+def test_it_refuses_content_with_nothing_visible(api: Api, thread_id: str, content: str) -> None:
+    resp = api.append(thread_id, content)
+
+    assert resp.status_code == 400
+    assert [(i["path"], i["code"]) for i in resp.json()["issues"]] == [(["content"], "blank")]
+
+
+def test_it_refuses_blank_tags_and_oversized_metadata(api: Api) -> None:
+    blank_tag = api.post(f"{BASE}/threads", {"dataset": "d", "tags": ["ok", "  "]})
+    big = api.post(f"{BASE}/threads", {"dataset": "d", "metadata": {"x": "a" * 20_000}})
+
+    assert blank_tag.status_code == 400
+    assert [(i["path"], i["code"]) for i in blank_tag.json()["issues"]] == [(["tags", 1], "blank")]
+    assert big.status_code == 400
+    assert [(i["path"], i["code"]) for i in big.json()["issues"]] == [(["metadata"], "too_large")]

@@ -402,6 +402,7 @@ def test_it_enforces_csrf_on_the_chat_route(member: User, thread: Thread) -> Non
     client.force_login(member)
     resp = post_chat(client, thread, {"content": "no token"})
     assert resp.status_code == 403
+    assert resp.json()["error"] == "CSRF check failed"
     assert not Message.objects.filter(thread=thread, sequence_number=3).exists()
 
     token = _get_new_csrf_string()

@@ -6,6 +6,7 @@ section 5 gives; nothing a client can send produces a 500.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
@@ -15,6 +16,8 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from memoryapp.api.auth import ApiKeyAuth
 from memoryapp.errors import IdempotencyConflict, InvalidInput, ModelCallFailed, ThreadNotFound
+
+logger = logging.getLogger(__name__)
 
 api = NinjaAPI(
     title="Memory service",
@@ -123,6 +126,13 @@ def _idempotency_conflict(request: HttpRequest, exc: IdempotencyConflict) -> Htt
         409,
         "Idempotency-Key already used for a different message on this thread",
     )
+
+
+@api.exception_handler(Exception)
+def _unhandled(request: HttpRequest, exc: Exception) -> HttpResponse:
+    # Never a traceback in an API body, even with DEBUG on; the log has it.
+    logger.exception("unhandled error on %s %s", request.method, request.path)
+    return error_response(request, 500, "Internal server error")
 
 
 @api.exception_handler(ModelCallFailed)

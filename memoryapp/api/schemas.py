@@ -6,12 +6,21 @@ rejected (spec 002 "Field rename"; DESIGN.md section 6 item 7).
 
 from __future__ import annotations
 
+import json
 import math
+import unicodedata
 from typing import Annotated, Any, Literal
 
 from django.conf import settings
 from ninja import Schema
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 Role = Literal["user", "assistant", "system", "tool"]
@@ -22,6 +31,8 @@ INT32_MAX = 2**31 - 1
 # Nesting depth allowed in free-form JSON (thread metadata); deeper documents would come
 # close to Python's recursion limit when the database layer serialises them.
 JSON_MAX_DEPTH = 32
+# Thread metadata rides along in every thread resource and list page; keep it small.
+JSON_MAX_BYTES = 16 * 1024
 
 
 def clean_text(value: str) -> str:
@@ -74,8 +85,14 @@ def clean_json(value: Any) -> Any:
     return value
 
 
+def is_blank(value: str) -> bool:
+    """True when ``value`` has nothing visible: only whitespace and invisible format
+    characters (zero-width space, joiners, BOM, direction marks: Unicode category Cf)."""
+    return all(ch.isspace() or unicodedata.category(ch) == "Cf" for ch in value)
+
+
 def _not_blank(value: str) -> str:
-    if not value.strip():
+    if is_blank(value):
         raise PydanticCustomError("blank", "must not be blank")
     return value
 
@@ -87,10 +104,28 @@ Dataset = Annotated[
     str, Field(min_length=1, max_length=200), AfterValidator(clean_text), AfterValidator(_not_blank)
 ]
 TagList = Annotated[
-    list[Annotated[str, Field(min_length=1, max_length=100), AfterValidator(clean_text)]],
+    list[
+        Annotated[
+            str,
+            Field(min_length=1, max_length=100),
+            AfterValidator(clean_text),
+            AfterValidator(_not_blank),
+        ]
+    ],
     Field(max_length=50),
 ]
-JsonObject = Annotated[dict[str, Any], AfterValidator(clean_json)]
+def _json_size(value: dict[str, Any]) -> dict[str, Any]:
+    size = len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
+    if size > JSON_MAX_BYTES:
+        raise PydanticCustomError(
+            "too_large",
+            "metadata is {size} bytes as JSON; the limit is {limit}",
+            {"size": size, "limit": JSON_MAX_BYTES},
+        )
+    return value
+
+
+JsonObject = Annotated[dict[str, Any], AfterValidator(clean_json), AfterValidator(_json_size)]
 # strict: 1.5, "12", true and 12.0 are all refused rather than coerced.
 NonNegInt = Annotated[int, Field(strict=True, ge=0, le=INT32_MAX)]
 
@@ -162,7 +197,9 @@ class ThreadOut(_Out):
     autoCompactThreshold: int | None
     createdAt: str
     lastActivityAt: str
-    messageCount: int
+    # Every row, summaries and folded rows included; the same count as GET messages'
+    # ``total`` (prepare's and stats' messageCount mean what spec 002 says).
+    totalMessages: int
     compaction: CompactionStateOut
 
 
@@ -175,11 +212,31 @@ class ThreadListOut(_Out):
 
 
 class TokensIn(_In):
-    """Optional token telemetry; ``total`` defaults to input + output."""
+    """Optional token telemetry; ``total`` defaults to input + output.
 
-    input: NonNegInt = 0
-    output: NonNegInt = 0
+    An empty object is refused (``{}`` would count as a message that reported zero
+    tokens), and so is a ``total`` below ``input + output``: providers count total as at
+    least prompt plus completion (Gemini adds thinking and tool-use tokens on top).
+    """
+
+    input: NonNegInt | None = None
+    output: NonNegInt | None = None
     total: NonNegInt | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TokensIn:
+        if self.input is None and self.output is None and self.total is None:
+            raise PydanticCustomError(
+                "empty_tokens", "tokens needs at least one of input, output, total"
+            )
+        parts = (self.input or 0) + (self.output or 0)
+        if self.total is not None and self.total < parts:
+            raise PydanticCustomError(
+                "inconsistent_tokens",
+                "tokens.total ({total}) is less than input + output ({parts})",
+                {"total": self.total, "parts": parts},
+            )
+        return self
 
 
 class MessageMetadataIn(_In):
@@ -215,7 +272,7 @@ class MessageIn(_In):
                 raise PydanticCustomError(
                     "invalid_unicode", "content must not contain unpaired surrogates"
                 ) from None
-        if not value.strip():
+        if is_blank(value):
             raise PydanticCustomError("blank", "content must be non-empty")
         limit = int(settings.MEMORY_MAX_CONTENT_BYTES)
         if size > limit:

@@ -124,8 +124,9 @@ def append_message(
     tokens = None
     if payload.tokens is not None:
         t = payload.tokens
-        total = t.total if t.total is not None else t.input + t.output
-        tokens = {"input": t.input, "output": t.output, "total": total}
+        t_in, t_out = t.input or 0, t.output or 0
+        total = t.total if t.total is not None else t_in + t_out
+        tokens = {"input": t_in, "output": t_out, "total": total}
     metadata = None
     if payload.metadata is not None:
         metadata = payload.metadata.model_dump(exclude_none=True) or None
