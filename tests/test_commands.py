@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -104,12 +105,35 @@ def test_it_revokes_one_key_and_keeps_the_others(project: Project) -> None:
     assert ApiKey.authenticate(first) is None
 
 
-def test_it_prints_an_export_line_for_the_demo_key(db: None) -> None:
+def test_it_prints_an_export_line_for_the_demo_key(db: None, tmp_path: Path) -> None:
     out = StringIO()
-    call_command("demo_setup", stdout=out)
+    call_command("demo_setup", "--key-file", str(tmp_path / "key"), stdout=out)
 
     export = [line.strip() for line in out.getvalue().splitlines() if "export KEY=" in line]
     assert len(export) == 1
     secret = export[0].removeprefix("export KEY=")
     assert SECRET_RE.match(secret)
     assert works(secret) == 200
+
+
+def _demo_secret(key_file: Path) -> str:
+    out = StringIO()
+    call_command("demo_setup", "--key-file", str(key_file), stdout=out)
+    line = next(x for x in out.getvalue().splitlines() if "export KEY=" in x)
+    return line.strip().removeprefix("export KEY=")
+
+
+def test_it_reuses_the_demo_key_across_runs_until_it_is_revoked(db: None, tmp_path: Path) -> None:
+    key_file = tmp_path / "demo-key"
+
+    first = _demo_secret(key_file)
+    second = _demo_secret(key_file)
+    ApiKey.objects.get(hash=hashlib.sha256(first.encode()).hexdigest()).revoke()
+    third = _demo_secret(key_file)
+
+    assert second == first
+    assert third != first
+    assert key_file.read_text().strip() == third
+    assert oct(key_file.stat().st_mode & 0o777) == "0o600"
+    assert ApiKey.objects.filter(project__slug="demo", revoked__isnull=True).count() == 1
+    assert works(third) == 200

@@ -1,16 +1,20 @@
 """``manage.py demo_setup``: the demo user, project and API key the README's run command uses.
 
-Idempotent: the user and project are created once; a fresh API key is issued on every
-run (secrets are never stored, so an old one cannot be shown again) and printed with the
-login, ready to paste into the README's curl examples. A project with no threads also
+Idempotent: the user and project are created once. The demo API key's secret is kept in
+``.demo-key`` next to manage.py (git-ignored, mode 0600; the database still holds only its
+hash) so every ``./dev serve`` prints the same key; delete the file, or revoke the key,
+for a new one. It is printed with the login, ready to paste into the README's curl
+examples. A project with no threads also
 gets a short sample conversation, auto-compacted once, so the dashboard is not empty on
 first run.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
@@ -40,6 +44,25 @@ class Command(BaseCommand):
         parser.add_argument("--password", default="demo-password")
         parser.add_argument("--project", default="demo")
         parser.add_argument("--url", default="http://127.0.0.1:8000/")
+        parser.add_argument(
+            "--key-file",
+            default=str(settings.BASE_DIR / ".demo-key"),
+            help="Where the demo key's secret is kept between runs (git-ignored).",
+        )
+
+    def _demo_key(self, project: Project, key_file: str) -> str:
+        """Reuse the secret in ``key_file`` while it is still a live key of ``project``;
+        otherwise issue a new one and write it there (mode 0600)."""
+        path = Path(key_file)
+        if path.exists():
+            secret = path.read_text(encoding="utf-8").strip()
+            key = ApiKey.authenticate(secret)
+            if key is not None and key.project_id == project.pk:
+                return secret
+        _, secret = ApiKey.issue(project=project, name="demo")
+        path.write_text(secret + "\n", encoding="utf-8")
+        path.chmod(0o600)
+        return secret
 
     def handle(self, *args: Any, **options: Any) -> None:
         user_model = get_user_model()
@@ -56,7 +79,7 @@ class Command(BaseCommand):
         )
         if not Thread.objects.filter(project=project).exists():
             self._sample_thread(project)
-        _, secret = ApiKey.issue(project=project, name="demo")
+        secret = self._demo_key(project, options["key_file"])
         url = options["url"]
         self.stdout.write(
             "\n".join(
