@@ -35,7 +35,7 @@ from django.views.decorators.http import require_GET, require_POST
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from memoryapp.api import _issues_from_pydantic
+from memoryapp.api import issues_from_pydantic
 from memoryapp.api.schemas import MessageIn
 from memoryapp.chat import ChatModelFailed, chat_turn
 from memoryapp.errors import ThreadNotFound
@@ -107,7 +107,7 @@ def chat(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     try:
         payload = ChatIn.model_validate(data)
     except ValidationError as exc:
-        issues = _issues_from_pydantic([dict(e) for e in exc.errors()])
+        issues = issues_from_pydantic([dict(e) for e in exc.errors()])
         if any(i["code"] == "content_too_large" for i in issues):
             return _error(413, "Payload too large", issues)
         return _error(400, "Validation error", issues)

@@ -50,7 +50,9 @@ def error_response(
     return api.create_response(request, body, status=status)
 
 
-def _issues_from_pydantic(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def issues_from_pydantic(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Turn pydantic error dicts into API issues ``{"path", "message", "code"}``, with the
+    request location (body, query, ...) and parameter name stripped from ``path``."""
     issues = []
     for err in errors:
         loc = list(err.get("loc", ()))
@@ -70,7 +72,7 @@ def _issues_from_pydantic(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 @api.exception_handler(ValidationError)
 def _validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
-    issues = _issues_from_pydantic(list(exc.errors))
+    issues = issues_from_pydantic(list(exc.errors))
     if any(i["code"] == "content_too_large" for i in issues):
         return error_response(request, 413, "Payload too large", issues)
     return error_response(request, 400, "Validation error", issues)
