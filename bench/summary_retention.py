@@ -1,0 +1,185 @@
+"""How many of a conversation's names and numbers survive rolling compaction.
+
+    .venv/bin/python bench/summary_retention.py [--database sqlite|postgres] [--data DIR]
+
+Ingests every LoCoMo conversation exactly as bench/locomo_ingest.py does (through /v1,
+one thread per conversation, ``autoCompactThreshold`` 30, offline model, throwaway
+database), then reads every row back and measures, per conversation:
+
+- ``final``: the share of the conversation's distinct capitalised names and numbers that
+  appear in the final active summary (the memory prepare returns for everything folded).
+  A 1024-token summary cannot hold 400-700 turns, so this is a ceiling-bound figure: it
+  compares summarisers, it is not expected to approach 1.
+- ``per run``: for each compaction run, the share of the distinct names and numbers of
+  the messages that run folded that appear in the summary it wrote, averaged over runs.
+  This is what one summarize call keeps of what it was given.
+- ``empty``: summaries that are only the header line (or nothing) although the folded
+  messages had content.
+
+A name is a word starting with a capital letter that is not the first word of its
+sentence (so "Wow" opening a sentence is not a name, "Mel" in "Hey Mel!" is) and is
+not "I"; a number is a run of digits (with inner ``.,:/``). A term survives when it occurs
+in the summary as a whole word, case-sensitively. The definitions are the bench's own,
+not offline.py's scoring rules, so the summariser is not graded by its own yardstick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from _common import DEFAULT_POSTGRES_URL, Api, throwaway_database
+from locomo_ingest import DEFAULT_DATA, all_rows, ingest, load
+
+from memoryapp.tokens import count_tokens
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_WORD = re.compile(r"[\w'\u2019-]+")
+_NAME = re.compile(r"^[A-Z][A-Za-z]+(?:['\u2019]s)?$")
+_NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*")
+HEADER_PREFIX = "Summary of earlier conversation"
+
+
+def terms(text: str) -> tuple[set[str], set[str]]:
+    """``(names, numbers)`` stated in ``text``, as defined in the module docstring."""
+    names: set[str] = set()
+    for sentence in _SENTENCE.split(text):
+        words = _WORD.findall(sentence)
+        for word in words[1:]:
+            word = word.strip("'\u2019-")
+            if _NAME.match(word):
+                names.add(re.sub(r"['\u2019]s$", "", word))
+    return names, set(_NUMBER.findall(text))
+
+
+def survives(term: str, summary: str) -> bool:
+    """True when ``term`` occurs in ``summary`` as a whole word (case-sensitive)."""
+    return re.search(rf"(?<![\w]){re.escape(term)}(?![\w])", summary) is not None
+
+
+def share(kept: int, total: int) -> float:
+    """``kept / total``, 1.0 for an empty total (nothing to lose)."""
+    return kept / total if total else 1.0
+
+
+def content_lines(summary: str) -> list[str]:
+    """The summary's lines other than the offline header."""
+    return [
+        line for line in summary.splitlines() if line.strip() and not line.startswith(HEADER_PREFIX)
+    ]
+
+
+@dataclass
+class Retention:
+    """One conversation's figures."""
+
+    conversation_id: str
+    names: int
+    numbers: int
+    names_kept: int
+    numbers_kept: int
+    per_run: list[float]
+    runs: int
+    empty: int
+    summary_tokens: int
+
+
+def measure(api: Api, conversation_id: str, thread_id: str, turns: list[tuple[str, str]]) -> Retention:
+    """Read the thread's rows back and compute its Retention."""
+    rows = all_rows(api, thread_id)
+    summaries = [r for r in rows if "summary" in r]
+    ordinary = [r for r in rows if "summary" not in r]
+    active = [s for s in summaries if s["compactedAt"] is None]
+    final = active[0]["content"] if active else ""
+
+    names: set[str] = set()
+    numbers: set[str] = set()
+    for _, text in turns:
+        n, d = terms(text)
+        names |= n
+        numbers |= d
+
+    per_run: list[float] = []
+    empty = 0
+    for s in summaries:
+        folded = [r["content"] for r in ordinary if r["compactedAt"] == s["createdAt"]]
+        batch_names: set[str] = set()
+        batch_numbers: set[str] = set()
+        for text in folded:
+            n, d = terms(text)
+            batch_names |= n
+            batch_numbers |= d
+        batch = batch_names | batch_numbers
+        per_run.append(share(sum(survives(t, s["content"]) for t in batch), len(batch)))
+        if folded and not content_lines(s["content"]):
+            empty += 1
+
+    return Retention(
+        conversation_id=conversation_id,
+        names=len(names),
+        numbers=len(numbers),
+        names_kept=sum(survives(t, final) for t in names),
+        numbers_kept=sum(survives(t, final) for t in numbers),
+        per_run=per_run,
+        runs=len(summaries),
+        empty=empty,
+        summary_tokens=count_tokens(final),
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES_URL)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    args = parser.parse_args()
+
+    files = sorted(args.data.glob("conv-*.json"))
+    if not files:
+        print(f"no conv-*.json in {args.data}", file=sys.stderr)
+        return 2
+    conversations = [load(f) for f in files]
+
+    with throwaway_database(args.database, args.postgres_url) as label:
+        from django.conf import settings
+
+        print(f"database: {label}; model: offline; threshold 30; summary budget "
+              f"{settings.MEMORY_SUMMARY_MAX_TOKENS} tokens\n")
+        api = Api.for_new_project("retention-bench")
+        print(
+            f"{'conversation':<13}{'runs':>5}{'names':>7}{'kept':>6}{'numbers':>9}{'kept':>6}"
+            f"{'final':>8}{'per run':>9}{'empty':>7}{'tokens':>8}"
+        )
+        results: list[Retention] = []
+        for conversation in conversations:
+            ingested = ingest(api, conversation)
+            r = measure(api, conversation.conversation_id, ingested.thread_id, conversation.turns)
+            results.append(r)
+            print(
+                f"{r.conversation_id:<13}{r.runs:>5}{r.names:>7}{r.names_kept:>6}{r.numbers:>9}"
+                f"{r.numbers_kept:>6}"
+                f"{share(r.names_kept + r.numbers_kept, r.names + r.numbers):>8.3f}"
+                f"{statistics.fmean(r.per_run) if r.per_run else 1.0:>9.3f}{r.empty:>7}"
+                f"{r.summary_tokens:>8}"
+            )
+
+    terms_total = sum(r.names + r.numbers for r in results)
+    kept_total = sum(r.names_kept + r.numbers_kept for r in results)
+    runs = [x for r in results for x in r.per_run]
+    print(
+        f"\nfinal active summary keeps {kept_total}/{terms_total} = "
+        f"{share(kept_total, terms_total):.3f} of the conversations' distinct names and numbers "
+        f"(names {share(sum(r.names_kept for r in results), sum(r.names for r in results)):.3f}, "
+        f"numbers {share(sum(r.numbers_kept for r in results), sum(r.numbers for r in results)):.3f}); "
+        f"per run {statistics.fmean(runs) if runs else 1.0:.3f} of the folded batch's "
+        f"({len(runs)} runs); {sum(r.empty for r in results)} header-only summaries"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
