@@ -30,4 +30,53 @@
       input.addEventListener("focus", function () { input.select(); });
     });
   });
+
+  // Long summaries ([data-clamp], with an id) show their first lines and a "Show all"
+  // button when they overflow. What the reader opened stays open when htmx re-renders
+  // the list (live updates), so the ids of opened blocks are remembered here.
+  var expanded = new Set();
+
+  function setExpanded(block, button, open) {
+    block.classList.toggle("is-expanded", open);
+    block.classList.toggle("is-clamped", !open);
+    button.setAttribute("aria-expanded", open ? "true" : "false");
+    button.textContent = open ? "Show less" : "Show all";
+    if (open) expanded.add(block.id); else expanded.delete(block.id);
+  }
+
+  function clamp(block) {
+    if (!block.id || block.dataset.clampReady) return;
+    block.dataset.clampReady = "true";
+    block.classList.add("clamp");
+    // Hidden (e.g. in a closed <details>) or short enough: nothing to clamp.
+    if (block.clientHeight === 0 || block.scrollHeight <= block.clientHeight + 4) {
+      block.classList.remove("clamp");
+      return;
+    }
+    var button = document.createElement("button");
+    button.type = "button";
+    button.className = "button button--link clamp-toggle";
+    button.setAttribute("aria-controls", block.id);
+    button.dataset.testid = "clamp-toggle";
+    button.addEventListener("click", function () {
+      var open = !block.classList.contains("is-expanded");
+      setExpanded(block, button, open);
+      // Closing a long block must not leave the reader far below it.
+      if (!open && block.getBoundingClientRect().top < 0) block.scrollIntoView({ block: "start" });
+    });
+    block.insertAdjacentElement("afterend", button);
+    setExpanded(block, button, expanded.has(block.id));
+  }
+
+  function clampAll(root) {
+    var scope = root && root.querySelectorAll ? root : document;
+    if (scope.matches && scope.matches("[data-clamp]")) clamp(scope);
+    scope.querySelectorAll("[data-clamp]").forEach(clamp);
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    clampAll(document);
+    // Content that htmx swaps in (message list refreshes, the turn-context panel).
+    if (window.htmx) window.htmx.onLoad(clampAll);
+  });
 })();

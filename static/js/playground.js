@@ -56,7 +56,10 @@
       note.textContent = label;
       meta.append(roleEl, note);
       var content = document.createElement("div");
-      content.className = "message__content";
+      content.className = "message__content user-text";
+      // Isolated like the server-rendered messages (app.css): an override character in
+      // what was typed cannot reorder the page around it.
+      content.dir = "auto";
       content.textContent = text;
       li.append(meta, content);
       var stick = nearBottom();

@@ -1,0 +1,63 @@
+"""Template helpers of the dashboard pages: one-line timestamps and isolated user text.
+
+``{% load dashboard %}`` then ``{% timestamp value %}`` and ``{{ value|isolate }}``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django import template
+from django.utils import timezone
+from django.utils.dateformat import format as date_format
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+register = template.Library()
+
+# Unicode FIRST STRONG ISOLATE and POP DIRECTIONAL ISOLATE: the plain-text form of
+# <bdi>, for places that cannot hold markup (the page title).
+FSI = "\u2068"
+PDI = "\u2069"
+
+
+def short_datetime(value: datetime, *, now: datetime | None = None) -> str:
+    """The short label of ``value`` in the current time zone, relative to ``now``.
+
+    ``"11:13"`` on the same day, ``"Nov 30, 11:13"`` in the same year, ``"2025-11-30"``
+    before that. ``now`` defaults to the current time (a parameter so tests can pin it).
+    """
+    local = timezone.localtime(value)
+    today = timezone.localtime(now or timezone.now())
+    if local.date() == today.date():
+        return date_format(local, "H:i")
+    if local.year == today.year:
+        return date_format(local, "M j, H:i")
+    return date_format(local, "Y-m-d")
+
+
+@register.simple_tag
+def timestamp(value: datetime | None, empty: str = "") -> SafeString | str:
+    """``<time datetime="ISO-8601" title="Y-m-d H:i:s TZ">short label</time>`` for ``value``.
+
+    The label is short_datetime's (it never wraps: the ``time`` rule of app.css); the full
+    date and time is in the title and the machine-readable one in ``datetime``. ``None``
+    renders ``empty``.
+    """
+    if value is None:
+        return empty
+    local = timezone.localtime(value)
+    return format_html(
+        '<time datetime="{}" title="{}">{}</time>',
+        local.isoformat(),
+        date_format(local, "Y-m-d H:i:s T"),
+        short_datetime(value),
+    )
+
+
+@register.filter
+def isolate(value: object) -> str:
+    """``value`` between FSI and PDI, so right-to-left or override characters in it cannot
+    reorder the text around it where no ``<bdi>`` can go (the page title, flash messages).
+    The result is still escaped by the template."""
+    return f"{FSI}{value}{PDI}"

@@ -1,0 +1,45 @@
+"""Template helpers of the dashboard (playground.templatetags.dashboard)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from django.template import Context, Template
+
+from playground.templatetags.dashboard import isolate, short_datetime
+
+NOW = datetime(2026, 11, 30, 15, 0, tzinfo=UTC)
+
+
+def test_it_shows_only_the_time_on_the_same_day() -> None:
+    assert short_datetime(datetime(2026, 11, 30, 0, 5, 59, tzinfo=UTC), now=NOW) == "00:05"
+
+
+def test_it_shows_month_day_and_time_in_the_same_year() -> None:
+    assert short_datetime(datetime(2026, 11, 29, 23, 59, tzinfo=UTC), now=NOW) == "Nov 29, 23:59"
+    assert short_datetime(datetime(2026, 1, 2, 8, 5, tzinfo=UTC), now=NOW) == "Jan 2, 08:05"
+
+
+def test_it_shows_the_date_of_an_earlier_year() -> None:
+    assert short_datetime(datetime(2025, 12, 31, 23, 59, tzinfo=UTC), now=NOW) == "2025-12-31"
+
+
+def test_it_renders_a_time_element_with_the_full_time_in_its_title() -> None:
+    html = Template("{% load dashboard %}{% timestamp when %}").render(
+        Context({"when": datetime(2024, 5, 6, 7, 8, 9, 120000, tzinfo=UTC)})
+    )
+    assert html == (
+        '<time datetime="2024-05-06T07:08:09.120000+00:00" title="2024-05-06 07:08:09 UTC">'
+        "2024-05-06</time>"
+    )
+
+
+def test_it_renders_the_empty_text_for_no_time() -> None:
+    html = Template('{% load dashboard %}[{% timestamp when "never" %}]').render(Context({"when": None}))
+    assert html == "[never]"
+
+
+def test_it_wraps_text_in_first_strong_isolate_and_pop() -> None:
+    assert isolate("\u202eabc") == "\u2068\u202eabc\u2069"
+    html = Template("{% load dashboard %}{{ name|isolate }}").render(Context({"name": "<b>"}))
+    assert html == "\u2068&lt;b&gt;\u2069"
