@@ -1,20 +1,72 @@
 """Membership-scoped look-ups for every dashboard view (issue 4 item 1).
 
 Every dashboard route takes ``?projectId=<Project.pk>``. These helpers are the one place
-that turns a request into the project (and thread) it may see: a missing or malformed
-``projectId``, a project the logged-in user is not a member of, or a thread of another
-project all raise Http404 alike, so the dashboard never reveals what exists elsewhere
-(DESIGN.md section 5: "never reveal it exists").
+that turns a request into the project (and thread) it may see: a malformed ``projectId``,
+a project the logged-in user is not a member of, or a thread of another project all raise
+Http404 alike, so the dashboard never reveals what exists elsewhere (DESIGN.md section 5:
+"never reveal it exists"). A page opened without ``projectId`` (a bookmark, a typed URL)
+is sent to one of the user's projects by ``default_project``.
 """
 
 from __future__ import annotations
 
+import functools
 import uuid
+from collections.abc import Callable
+from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest
+from django.db.models import QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import redirect
 
 from memoryapp.models import Membership, Project, Thread
+
+ViewFunction = Callable[..., HttpResponse]
+
+
+def user_projects(request: HttpRequest) -> QuerySet[Project]:
+    """The projects the logged-in user is a member of, by name (the switcher's order)."""
+    if not request.user.is_authenticated:
+        return Project.objects.none()
+    return Project.objects.filter(membership__user_id=request.user.pk).order_by("name", "pk")
+
+
+def _project_of_object(request: HttpRequest, kwargs: dict[str, Any]) -> Project | None:
+    """The project of the thread, key or membership a URL names, if the user is a member."""
+    projects = user_projects(request)
+    if "thread_id" in kwargs:
+        return projects.filter(threads__pk=kwargs["thread_id"]).first()
+    if "key_id" in kwargs:
+        return projects.filter(api_keys__pk=kwargs["key_id"]).first()
+    if "membership_id" in kwargs:
+        return projects.filter(membership__pk=kwargs["membership_id"]).first()
+    return None
+
+
+def default_project(view: ViewFunction) -> ViewFunction:
+    """Send a GET without ``?projectId=`` to the same URL with a project of the user's.
+
+    The project is the one of the thread, key or membership the URL names when the user
+    is a member of it, else the user's first project by name; a user with no project is
+    sent home, which says so. The rest of the query string is kept. Only an absent or
+    empty ``projectId`` is filled in: a malformed one, or one of a project the user is not
+    a member of, still gets 404, and so does any other method. Goes below
+    ``login_required`` (a logged-out visitor logs in first and comes back here).
+    """
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.method != "GET" or request.GET.get("projectId", "") != "":
+            return view(request, *args, **kwargs)
+        project = _project_of_object(request, kwargs) or user_projects(request).first()
+        if project is None:
+            return redirect("playground:home")
+        query = request.GET.copy()
+        query["projectId"] = str(project.pk)
+        return HttpResponseRedirect(f"{request.path}?{query.urlencode()}")
+
+    return wrapper
 
 
 def _project_id(request: HttpRequest) -> int:

@@ -36,6 +36,7 @@ urlpatterns = [
         name="member-remove",
     ),
     path("dashboard/keys/", views.api_keys, name="keys"),
+    path("dashboard/keys/created/", views.api_key_created, name="key-created"),
     path("dashboard/keys/<int:key_id>/revoke/", views.api_key_revoke, name="key-revoke"),
     path("dashboard/settings/", views.project_settings, name="settings"),
     path("dashboard/chat/", include("playground.chat_urls")),

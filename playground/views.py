@@ -18,8 +18,13 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponseRedirect,
+)
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.utils.cache import add_never_cache_headers, patch_vary_headers
@@ -30,11 +35,14 @@ from memoryapp.errors import InvalidInput, ModelCallFailed, ThreadNotFound
 from memoryapp.models import ApiKey, Membership, Message, Project, Thread
 from playground import forms
 from playground.access import (
+    default_project,
     get_project_for_user,
     get_thread_for_user,
     is_owner,
     require_owner,
+    user_projects,
 )
+from playground.templatetags.dashboard import isolate
 
 # The thread page shows the newest rows of a thread and pages back with ``before=``, so
 # a thread of 100,000 messages costs the same to show as one of 50.
@@ -45,6 +53,9 @@ DATASET_CHOICES_MAX = 200
 LATER_SUMMARIES_MAX = 3
 # Stands for the turn id in the turn-context URL handed to playground.js.
 TURN_ID_PLACEHOLDER = 2147483647
+# Session entry carrying a new API key's secret from the POST that made it to the one GET
+# that shows it (POST-redirect-GET: reloading the page must not make another key).
+NEW_KEY_SESSION = "playground:new-api-key"
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -62,13 +73,6 @@ def _adapter() -> dict[str, Any]:
     return {"name": name, "model": settings.GEMINI_CHAT_MODEL if name == "gemini" else None}
 
 
-def _user_projects(request: HttpRequest) -> QuerySet[Project]:
-    """The projects the logged-in user is a member of, by name (the switcher's order)."""
-    if not request.user.is_authenticated:
-        return Project.objects.none()
-    return Project.objects.filter(membership__user_id=request.user.pk).order_by("name", "pk")
-
-
 def _page(
     request: HttpRequest,
     template: str,
@@ -80,7 +84,7 @@ def _page(
     """Render a full page: adds the header's project switcher, role and adapter."""
     full = {
         "project": project,
-        "projects": _user_projects(request),
+        "projects": user_projects(request),
         "is_owner": project is not None and is_owner(request, project),
         "adapter": _adapter(),
         **context,
@@ -277,7 +281,7 @@ def _thread_context(request: HttpRequest, thread: Thread, before: int | None) ->
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
     """Send the user to the thread list of their first project (by name), or say they have none."""
-    project = _user_projects(request).first()
+    project = user_projects(request).first()
     if project is None:
         return _page(request, "playground/no_project.html", {})
     return redirect(_url("playground:threads", project))
@@ -285,6 +289,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @login_required
+@default_project
 def thread_list(request: HttpRequest) -> HttpResponse:
     """The project's threads, newest first, filtered by dataset and tag, a page at a time.
 
@@ -362,6 +367,7 @@ def thread_create(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @login_required
+@default_project
 def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     """A thread: its messages (newest page, ``?before=`` for older), folding, stats, actions.
 
@@ -380,6 +386,7 @@ def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
 
 @require_GET
 @login_required
+@default_project
 def thread_stats(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     """The stats panel of a thread (spec 002, GET stats), as an HTML fragment."""
     thread = get_thread_for_user(request, thread_id)
@@ -418,6 +425,7 @@ def thread_compact(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
 
 @require_GET
 @login_required
+@default_project
 def playground(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     """The playground: a chat pane on a thread, its stats and the per-turn context panel.
 
@@ -444,6 +452,7 @@ def playground(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @login_required
+@default_project
 def members(request: HttpRequest) -> HttpResponse:
     """The project's members; owners add an existing user by username (POST)."""
     project = get_project_for_user(request)
@@ -454,7 +463,9 @@ def members(request: HttpRequest) -> HttpResponse:
         form = forms.MemberAddForm(request.POST, project=project)
         if form.is_valid():
             membership = form.save()
-            messages.success(request, f"Added {membership.user.get_username()} as {membership.role}.")
+            messages.success(
+                request, f"Added {isolate(membership.user.get_username())} as {membership.role}."
+            )
             return redirect(_url("playground:members", project))
         status = 400
     rows = Membership.objects.filter(project=project).select_related("user").order_by(
@@ -471,6 +482,7 @@ def members(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @login_required
+@default_project
 def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
     """Confirm (GET) and remove (POST) a member; owners only. The last owner stays."""
     project = get_project_for_user(request)
@@ -490,7 +502,7 @@ def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
             return redirect(_url("playground:members", project))
         name = membership.user.get_username()
         membership.delete()
-        messages.success(request, f"Removed {name} from {project.name}.")
+        messages.success(request, f"Removed {isolate(name)} from {isolate(project.name)}.")
         if membership.user_id == request.user.pk:
             return redirect("playground:home")
         return redirect(_url("playground:members", project))
@@ -504,11 +516,13 @@ def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @login_required
+@default_project
 def api_keys(request: HttpRequest) -> HttpResponse:
-    """The project's API keys; owners create one (POST), whose secret this response shows once.
+    """The project's API keys; owners create one (POST), then see its secret once.
 
-    Only the SHA-256 of the secret is stored (ApiKey.issue); the page with the secret is
-    never cached.
+    Only the SHA-256 of the secret is stored (ApiKey.issue). A valid POST answers 303 to
+    ``key-created``, carrying the secret in the session (never in the URL), so reloading
+    the page that shows it cannot create another key.
     """
     project = get_project_for_user(request)
     form = forms.ApiKeyCreateForm()
@@ -518,15 +532,12 @@ def api_keys(request: HttpRequest) -> HttpResponse:
         form = forms.ApiKeyCreateForm(request.POST)
         if form.is_valid():
             key, secret = ApiKey.issue(project=project, name=form.cleaned_data["name"])
-            response = _page(
-                request,
-                "playground/key_created.html",
-                {"key": key, "secret": secret, "nav": "keys"},
-                project=project,
-                status=201,
-            )
-            add_never_cache_headers(response)
-            return response
+            request.session[NEW_KEY_SESSION] = {
+                "project": project.pk,
+                "key": key.pk,
+                "secret": secret,
+            }
+            return HttpResponseRedirect(_url("playground:key-created", project), status=303)
         status = 400
     keys = ApiKey.objects.filter(project=project).order_by("-created", "-pk")
     context = {
@@ -538,8 +549,41 @@ def api_keys(request: HttpRequest) -> HttpResponse:
     return _page(request, "playground/keys.html", context, project=project, status=status)
 
 
+@require_GET
+@login_required
+@default_project
+def api_key_created(request: HttpRequest) -> HttpResponse:
+    """Show the secret of the key this session just created, once (never cached).
+
+    The secret is taken out of the session as it is shown; a reload, or a visit without a
+    new key of this project waiting, is sent to the key list with a note instead.
+    """
+    project = get_project_for_user(request)
+    pending: dict[str, Any] = request.session.get(NEW_KEY_SESSION) or {}
+    key = None
+    if pending.get("project") == project.pk:
+        del request.session[NEW_KEY_SESSION]
+        key = ApiKey.objects.filter(pk=int(pending["key"]), project=project).first()
+    if key is None:
+        messages.info(
+            request,
+            "A key's secret is shown only once, right after it is created. "
+            "If it was lost, revoke that key and create a new one.",
+        )
+        return redirect(_url("playground:keys", project))
+    response = _page(
+        request,
+        "playground/key_created.html",
+        {"key": key, "secret": pending["secret"], "nav": "keys"},
+        project=project,
+    )
+    add_never_cache_headers(response)
+    return response
+
+
 @require_http_methods(["GET", "POST"])
 @login_required
+@default_project
 def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
     """Confirm (GET) and revoke (POST) an API key; owners only. Revoking twice is harmless."""
     project = get_project_for_user(request)
@@ -547,7 +591,9 @@ def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
     key = get_object_or_404(ApiKey, pk=key_id, project=project)
     if request.method == "POST":
         key.revoke()
-        messages.success(request, f"Revoked key {key.name!r}. Requests with it now get 401.")
+        messages.success(
+            request, f"Revoked key “{isolate(key.name)}”. Requests with it now get 401."
+        )
         return redirect(_url("playground:keys", project))
     return _page(
         request, "playground/key_revoke.html", {"key": key, "nav": "keys"}, project=project
@@ -556,6 +602,7 @@ def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @login_required
+@default_project
 def project_settings(request: HttpRequest) -> HttpResponse:
     """Project settings: rename (POST, owners only); members see them read-only."""
     project = get_project_for_user(request)

@@ -11,6 +11,7 @@ import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from html.parser import HTMLParser
 from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
@@ -150,6 +151,7 @@ VIEWS: list[tuple[str, Callable[[World], tuple[Any, ...]], list[str], str]] = [
     ("playground:members", lambda w: (), ["get", "post"], "delete"),
     ("playground:member-remove", lambda w: (w.member_membership.pk,), ["get", "post"], "put"),
     ("playground:keys", lambda w: (), ["get", "post"], "delete"),
+    ("playground:key-created", lambda w: (), ["get"], "post"),
     ("playground:key-revoke", lambda w: (w.key.pk,), ["get", "post"], "put"),
     ("playground:settings", lambda w: (), ["get", "post"], "delete"),
 ]
@@ -178,16 +180,91 @@ def test_it_answers_404_to_an_outsider_on_every_view(
 
 
 @pytest.mark.parametrize(("name", "args", "methods", "wrong"), VIEWS, ids=VIEW_IDS)
-def test_it_answers_404_without_or_with_a_malformed_project_id(
+def test_it_answers_404_to_a_malformed_or_unknown_project_id(
     world: World, name: str, args: Callable[[World], tuple[Any, ...]], methods: list[str], wrong: str
 ) -> None:
     client = world.client(world.owner)
     path = reverse(name, args=args(world))
     for method in methods:
-        assert _call(client, method, path).status_code == 404
         assert _call(client, method, f"{path}?projectId=abc").status_code == 404
         assert _call(client, method, f"{path}?projectId=-1").status_code == 404
         assert _call(client, method, f"{path}?projectId=99999999").status_code == 404
+        assert _call(client, method, f"{path}?projectId={world.other_project.pk}").status_code == 404
+
+
+@pytest.mark.parametrize(("name", "args", "methods", "wrong"), VIEWS, ids=VIEW_IDS)
+def test_it_sends_a_get_without_project_id_to_the_users_project(
+    world: World, name: str, args: Callable[[World], tuple[Any, ...]], methods: list[str], wrong: str
+) -> None:
+    client = world.client(world.owner)
+    path = reverse(name, args=args(world))
+    if "get" in methods:
+        for query in ("", "?projectId="):
+            response = client.get(path + query)
+            assert response.status_code == 302, name
+            assert response["Location"] == f"{path}?projectId={world.project.pk}"
+    # Other methods are never redirected: a POST must say which project it changes.
+    for method in methods:
+        if method != "get":
+            assert _call(client, method, path).status_code == 404
+    assert Project.objects.get(pk=world.project.pk).name == "Acme"
+    assert ApiKey.objects.get(pk=world.key.pk).revoked is None
+
+
+def test_it_keeps_the_rest_of_the_query_when_it_adds_the_project_id(world: World) -> None:
+    client = world.client(world.owner)
+    path = reverse("playground:threads")
+    response = client.get(f"{path}?dataset=user_42&tag=web")
+    assert response.status_code == 302
+    target = urlsplit(response["Location"])
+    assert target.path == path
+    assert parse_qs(target.query) == {
+        "dataset": ["user_42"],
+        "tag": ["web"],
+        "projectId": [str(world.project.pk)],
+    }
+    assert client.get(response["Location"]).status_code == 200
+
+
+def test_it_picks_the_project_of_the_named_thread_key_or_membership(world: World) -> None:
+    # The owner's first project by name is "Acme"; the objects below are in "Zeta".
+    zeta = make_project("Zeta")
+    make_membership(world.owner, zeta, Membership.Role.OWNER)
+    thread = working.thread_create(project=zeta, dataset="z")
+    key, _ = ApiKey.issue(project=zeta, name="z")
+    membership = make_membership(world.member, zeta, Membership.Role.MEMBER)
+    client = world.client(world.owner)
+    for name, arg in (
+        ("playground:thread", thread.pk),
+        ("playground:thread-stats", thread.pk),
+        ("playground:playground", thread.pk),
+        ("playground:key-revoke", key.pk),
+        ("playground:member-remove", membership.pk),
+    ):
+        path = reverse(name, args=(arg,))
+        response = client.get(path)
+        assert response["Location"] == f"{path}?projectId={zeta.pk}", name
+        assert client.get(response["Location"]).status_code == 200, name
+
+
+def test_it_does_not_reveal_the_project_of_a_thread_the_user_cannot_see(world: World) -> None:
+    foreign = working.thread_create(project=world.other_project, dataset="x")
+    client = world.client(world.owner)
+    path = reverse("playground:thread", args=(foreign.pk,))
+    response = client.get(path)
+    # The same answer as for a thread that does not exist: the user's own first project,
+    # where the thread is not found.
+    assert response["Location"] == f"{path}?projectId={world.project.pk}"
+    assert client.get(response["Location"]).status_code == 404
+
+
+def test_it_sends_a_user_without_projects_to_the_no_project_page(db: None, settings: Any) -> None:
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    client = Client()
+    client.force_login(make_user("loner"))
+    response = client.get(reverse("playground:threads"), follow=True)
+    assert response.redirect_chain == [(reverse("playground:home"), 302)]
+    assert tree(response).by_testid("no-project")
 
 
 @pytest.mark.parametrize(("name", "args", "methods", "wrong"), VIEWS, ids=VIEW_IDS)
@@ -506,6 +583,81 @@ def test_it_escapes_summaries_datasets_tags_and_errors(world: World) -> None:
         assert "<img" not in client.get(path).content.decode()
 
 
+RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE: reverses the text after it until the paragraph ends
+
+
+def _unisolated(node: Node, isolated: bool = False) -> list[str]:
+    """Text nodes holding RLO with no ``<bdi>`` or ``dir="auto"`` element around them."""
+    if node.tag == "#text":
+        return [node.text] if RLO in node.text and not isolated else []
+    if node.tag == "title":
+        return []  # no markup there: the text is wrapped in FSI ... PDI instead
+    isolated = isolated or node.tag == "bdi" or node.attrs.get("dir") == "auto"
+    return [text for child in node.children for text in _unisolated(child, isolated)]
+
+
+def test_it_isolates_user_text_so_an_override_cannot_reorder_the_page(world: World) -> None:
+    evil = f"{RLO}reversed"
+    thread = working.thread_create(project=world.project, dataset=evil, tags=[evil, "web"])
+    working.message_append(thread=thread, role="user", content=evil, model=evil)
+    compaction.compact(thread_id=thread.pk)
+    working.message_append(thread=thread, role="assistant", content=evil, model=evil)
+    Thread.objects.filter(pk=thread.pk).update(last_compaction_error=evil)
+    client = world.client(world.member)
+    for path in (
+        url("playground:threads", world.project),
+        url("playground:threads", world.project, dataset=evil),
+        url("playground:thread", world.project, thread.pk),
+        url("playground:playground", world.project, thread.pk),
+    ):
+        response = client.get(path)
+        assert response.status_code == 200
+        page = tree(response)
+        assert RLO in page.full_text(), path
+        assert _unisolated(page) == [], path
+        title = page.all(lambda n: n.tag == "title")[0].full_text()
+        if "/threads/" + str(thread.pk) in path:
+            assert f"\u2068{evil}\u2069" in title
+    content = tree(client.get(url("playground:thread", world.project, thread.pk))).by_testid(
+        "summary-content"
+    )[0]
+    assert content.attrs["dir"] == "auto"
+
+
+def test_it_isolates_names_in_flash_messages(world: World) -> None:
+    key, _ = ApiKey.issue(project=world.project, name=f"{RLO}evil")
+    response = world.client(world.owner).post(
+        url("playground:key-revoke", world.project, key.pk), follow=True
+    )
+    flash = tree(response).by_testid("flash")[0].full_text().strip()
+    assert flash == f"Revoked key \u201c\u2068{RLO}evil\u2069\u201d. Requests with it now get 401."
+
+
+def test_it_marks_long_summaries_for_the_show_all_toggle(world: World) -> None:
+    _fill(world.thread, 3)
+    compaction.compact(thread_id=world.thread.pk)
+    page = tree(world.client(world.member).get(url("playground:thread", world.project, world.thread.pk)))
+    content = page.by_testid("summary-content")[0]
+    # app.js clamps [data-clamp] blocks by id and adds the toggle; no inner scroll box.
+    assert "data-clamp" in content.attrs
+    assert content.attrs["id"] == "summary-4-content"
+    assert "tabindex" not in content.attrs
+
+
+def test_it_shows_timestamps_short_with_the_full_time_in_the_title(world: World) -> None:
+    when = datetime(2024, 5, 6, 7, 8, 9, tzinfo=UTC)
+    Thread.objects.filter(pk=world.thread.pk).update(last_activity=when)
+    row = tree(world.client(world.member).get(url("playground:threads", world.project))).by_testid(
+        "thread-row"
+    )[0]
+    time = row.all(lambda n: n.tag == "time")[0]
+    assert time.attrs == {"datetime": "2024-05-06T07:08:09+00:00", "title": "2024-05-06 07:08:09 UTC"}
+    assert time.full_text() == "2024-05-06"
+    # Labels for the stacked rows of narrow screens.
+    labels = [c.attrs.get("data-label") for c in row.children if c.tag == "td"]
+    assert labels == [None, None, None, "Messages", "Compactions", None]
+
+
 def test_it_renders_only_the_messages_partial_for_htmx(world: World) -> None:
     working.message_append(thread=world.thread, role="user", content="hello")
     response = world.client(world.member).get(
@@ -689,10 +841,15 @@ def test_it_keeps_the_last_owner(world: World) -> None:
 
 def test_it_shows_a_new_keys_secret_once_and_stores_only_its_hash(world: World) -> None:
     client = world.client(world.owner)
-    response = client.post(url("playground:keys", world.project), {"name": "production"})
-    assert response.status_code == 201
+    created = client.post(url("playground:keys", world.project), {"name": "production"})
+    # POST-redirect-GET: the page with the secret is a GET, and the URL carries no secret.
+    assert created.status_code == 303
+    assert created["Location"] == url("playground:key-created", world.project)
+    response = client.get(created["Location"])
+    assert response.status_code == 200
     assert "no-store" in response["Cache-Control"]
     secret = tree(response).by_testid("key-secret")[0].attrs["value"]
+    assert secret not in created["Location"]
     key = ApiKey.objects.get(name="production")
     assert re.fullmatch(rf"mk_{key.prefix}_[A-Za-z0-9_-]+", secret)
     assert key.hash == hashlib.sha256(secret.encode()).hexdigest()
@@ -704,6 +861,39 @@ def test_it_shows_a_new_keys_secret_once_and_stores_only_its_hash(world: World) 
     # The secret works on the API.
     api = Client().get("/v1/memory/working/threads", headers={"Authorization": f"Bearer {secret}"})
     assert api.status_code == 200
+
+
+def test_it_shows_the_secret_to_the_next_get_only_and_a_reload_creates_no_key(
+    world: World,
+) -> None:
+    client = world.client(world.owner)
+    created = client.post(url("playground:keys", world.project), {"name": "once"})
+    first = client.get(created["Location"])
+    secret = tree(first).by_testid("key-secret")[0].attrs["value"]
+    assert views.NEW_KEY_SESSION not in client.session
+    reload = client.get(created["Location"], follow=True)
+    assert reload.redirect_chain == [(url("playground:keys", world.project), 302)]
+    body = reload.content.decode()
+    assert secret not in body
+    assert tree(reload).by_testid("key-secret") == []
+    flash = " ".join(tree(reload).by_testid("flash")[0].full_text().split())
+    assert flash.startswith("A key's secret is shown only once")
+    assert ApiKey.objects.filter(name="once").count() == 1
+    assert ApiKey.objects.count() == 2  # "ci" from the world, and this one
+
+
+def test_it_keeps_a_new_secret_to_the_project_it_was_created_in(world: World) -> None:
+    second = make_project("Beta")
+    make_membership(world.owner, second, Membership.Role.OWNER)
+    client = world.client(world.owner)
+    client.post(url("playground:keys", world.project), {"name": "acme-key"})
+    elsewhere = client.get(url("playground:key-created", second))
+    assert elsewhere.status_code == 302
+    assert elsewhere["Location"] == url("playground:keys", second)
+    shown = client.get(url("playground:key-created", world.project))
+    assert tree(shown).by_testid("key-secret")[0].attrs["value"].startswith(
+        f"mk_{ApiKey.objects.get(name='acme-key').prefix}_"
+    )
 
 
 def test_it_lists_keys_with_prefix_name_and_dates(world: World) -> None:
