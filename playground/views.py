@@ -26,7 +26,7 @@ from django.http import (
     HttpResponseRedirect,
 )
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.utils.cache import add_never_cache_headers, patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -429,20 +429,20 @@ def thread_compact(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
 def playground(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     """The playground: a chat pane on a thread, its stats and the per-turn context panel.
 
-    The chat and turn-context routes belong to playground.chat_urls; until they are
-    installed the page says the chat is unavailable instead of failing.
+    The messageLimit control starts at the thread's autoCompactThreshold when that is
+    above the spec's default of 20 (capped at 100), so a first turn does not walk into the
+    messageLimit trap (spec 000) that prepare would warn about.
     """
     thread = get_thread_for_user(request, thread_id)
     context = _thread_context(request, thread, None)
     project = thread.project
-    try:
-        context["chat_url"] = _url("playground:chat", project, thread.pk)
-        context["turn_url_template"] = _url("playground:turn-context", project, TURN_ID_PLACEHOLDER)
-    except NoReverseMatch:
-        context["chat_url"] = None
-        context["turn_url_template"] = None
+    context["chat_url"] = _url("playground:chat", project, thread.pk)
+    context["turn_url_template"] = _url("playground:turn-context", project, TURN_ID_PLACEHOLDER)
     context["turn_id_placeholder"] = TURN_ID_PLACEHOLDER
-    context["message_limit"] = working.MESSAGE_LIMIT_DEFAULT
+    context["message_limit"] = min(
+        max(working.MESSAGE_LIMIT_DEFAULT, thread.auto_compact_threshold or 0),
+        working.MESSAGE_LIMIT_MAX,
+    )
     context["message_limit_max"] = working.MESSAGE_LIMIT_MAX
     return _page(request, "playground/playground.html", context, project=project)
 

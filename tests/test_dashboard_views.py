@@ -775,6 +775,15 @@ def test_it_wires_the_playground_to_the_chat_and_live_routes(world: World) -> No
     assert (limit.attrs["min"], limit.attrs["max"], limit.attrs["value"]) == ("1", "100", "20")
 
 
+@pytest.mark.parametrize(("threshold", "expected"), [(None, "20"), (6, "20"), (30, "30"), (500, "100")])
+def test_it_starts_the_message_limit_at_the_threshold_to_avoid_the_trap(
+    world: World, threshold: int | None, expected: str
+) -> None:
+    working.thread_update(thread=world.thread, changes={"auto_compact_threshold": threshold})
+    page = tree(world.client(world.member).get(url("playground:playground", world.project, world.thread.pk)))
+    assert page.by_testid("chat-message-limit")[0].attrs["value"] == expected
+
+
 # --- members ---------------------------------------------------------------------------------------
 
 
