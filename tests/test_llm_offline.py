@@ -7,7 +7,10 @@ by memoryapp.tokens).
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from django.conf import settings
 
 from memoryapp.llm.offline import SUMMARY_HEADER, OfflineModel, extractive_summary
 from memoryapp.llm.port import Summary, TranscriptMessage, Usage
@@ -210,3 +213,268 @@ def test_it_reports_the_summary_with_its_usage() -> None:
         ),
     )
     assert summary_lines(summary.text)[1] == "- user: I live in Lyon since 2019."
+
+
+def messages_of(turns: list[tuple[str, str]], start: int = 1) -> list[TranscriptMessage]:
+    return [TranscriptMessage(i, role, text) for i, (role, text) in enumerate(turns, start=start)]
+
+
+def test_it_keeps_each_short_answer_with_the_question_it_answers() -> None:
+    messages = messages_of(
+        [
+            ("user", "My name?"),
+            ("assistant", "What is your name?"),
+            ("user", "Alice."),
+            ("assistant", "Which day suits you?"),
+            ("user", "Tuesday"),
+            ("assistant", "Which colour?"),
+            ("user", "Blue, please."),
+            ("user", "Yes, book it."),
+        ]
+    )
+
+    text = extractive_summary(previous_summary=None, messages=messages, max_tokens=1024)
+
+    assert summary_lines(text) == [
+        SUMMARY_HEADER,
+        "- user: My name?",
+        "- assistant: What is your name? → user: Alice.",
+        "- assistant: Which day suits you? → user: Tuesday",
+        "- assistant: Which colour? → user: Blue, please.",
+        "- user: Yes, book it.",
+    ]
+
+
+def test_it_scores_a_question_and_its_answer_above_chatter_when_the_budget_is_tight() -> None:
+    messages = messages_of(
+        [
+            ("assistant", "Which day suits you?"),
+            ("user", "Tuesday"),
+            ("assistant", "That sounds like a really nice plan for the family."),
+            ("user", "It really does sound nice."),
+        ]
+    )
+    pair = "- assistant: Which day suits you? → user: Tuesday"
+
+    # Room for that line (and its newline) alone.
+    max_tokens = count_tokens(pair) + 1
+
+    text = extractive_summary(previous_summary=None, messages=messages, max_tokens=max_tokens)
+
+    assert text == pair
+
+
+def test_it_keeps_a_yes_or_no_answer_to_a_yes_no_question_but_not_small_talk() -> None:
+    messages = messages_of(
+        [
+            ("assistant", "Shall I book the table for Friday?"),
+            ("user", "Yes."),
+            ("assistant", "Do you need parking?"),
+            ("user", "No."),
+            ("assistant", "How are you?"),
+            ("user", "Good, thanks."),
+        ]
+    )
+
+    text = extractive_summary(previous_summary=None, messages=messages, max_tokens=1024)
+
+    assert summary_lines(text) == [
+        SUMMARY_HEADER,
+        "- assistant: Shall I book the table for Friday? → user: Yes.",
+        "- assistant: Do you need parking? → user: No.",
+        "- assistant: How are you?",
+    ]
+
+
+def test_it_carries_a_question_and_its_answer_as_one_line() -> None:
+    question = "Which of the " + "very " * 74 + "long options?"
+    first = extractive_summary(
+        previous_summary=None,
+        messages=messages_of([("assistant", question), ("user", "Option 3.")]),
+        max_tokens=1024,
+    )
+
+    second = extractive_summary(
+        previous_summary=first,
+        messages=messages_of([("user", "I fly to Oslo on Friday.")], start=3),
+        max_tokens=1024,
+    )
+
+    assert len(question) > 380
+    assert summary_lines(second) == [
+        SUMMARY_HEADER,
+        f"- assistant: {question} → user: Option 3.",
+        "- user: I fly to Oslo on Friday.",
+    ]
+
+
+MSG_LINES = [f"- {'user' if i % 2 else 'assistant'}: msg {i}" for i in range(1, 19)]
+
+
+def test_it_keeps_short_messages_that_carry_a_number_run_after_run() -> None:
+    messages = messages_of([("user" if i % 2 else "assistant", f"msg {i}") for i in range(1, 19)])
+
+    first = extractive_summary(previous_summary=None, messages=messages[:9], max_tokens=1024)
+    second = extractive_summary(previous_summary=first, messages=messages[9:], max_tokens=1024)
+
+    assert summary_lines(first) == [SUMMARY_HEADER, *MSG_LINES[:9]]
+    assert summary_lines(second) == [SUMMARY_HEADER, *MSG_LINES]
+
+
+CHATTER_ONLY = [
+    ("user", "ok"),
+    ("assistant", "hmm"),
+    ("user", "lol"),
+    ("assistant", "Great, thanks!"),
+    ("user", "bye"),
+]
+
+
+def test_it_keeps_the_most_recent_lines_when_nothing_scores() -> None:
+    messages = messages_of(CHATTER_ONLY)
+
+    roomy = extractive_summary(previous_summary=None, messages=messages, max_tokens=1024)
+    tight = extractive_summary(previous_summary=None, messages=messages, max_tokens=12)
+
+    assert summary_lines(roomy) == [
+        SUMMARY_HEADER,
+        "- user: ok",
+        "- assistant: hmm",
+        "- user: lol",
+        "- assistant: Great, thanks!",
+        "- user: bye",
+    ]
+    assert summary_lines(tight) == ["- assistant: Great, thanks!", "- user: bye"]
+
+
+def test_it_keeps_the_most_recent_lines_after_the_carried_ones_when_nothing_scores() -> None:
+    previous = "\n".join(
+        [SUMMARY_HEADER]
+        + [f"- user: On May {day}, 2025 Priya paid invoice {day} to Lyon Motors." for day in range(1, 21)]
+    )
+
+    text = extractive_summary(
+        previous_summary=previous, messages=messages_of(CHATTER_ONLY), max_tokens=120
+    )
+
+    lines = summary_lines(text)
+    assert count_tokens(text) <= 120
+    assert lines[-3:] == ["- user: lol", "- assistant: Great, thanks!", "- user: bye"]
+    assert all(line.startswith("- user: On May") for line in lines[1:-5])
+    assert len(lines) > 1 + 5
+
+
+def test_it_prefers_a_line_with_a_new_name_to_one_repeating_names_it_kept() -> None:
+    tail = " and walked around the old town for the whole afternoon."
+    new_name = f"- user: Bruno visited Braga{tail}"
+    repeated = f"- user: Ana moved to Porto{tail}"
+    latest = f"- user: Ana stayed in Porto{tail}"
+    messages = messages_of(
+        [("user", line.removeprefix("- user: ")) for line in (new_name, repeated, latest)]
+    )
+    max_tokens = count_tokens(SUMMARY_HEADER) + count_tokens(new_name) + count_tokens(latest) + 2
+
+    text = extractive_summary(previous_summary=None, messages=messages, max_tokens=max_tokens)
+
+    assert summary_lines(text) == [SUMMARY_HEADER, new_name, latest]
+
+
+def test_it_prefers_a_line_with_a_new_number_to_one_repeating_a_number_it_kept() -> None:
+    tail = " euros and came with a lovely view over the harbour from the deck."
+    new_number = f"- user: The hotel room cost 180{tail}"
+    repeated = f"- user: The train ticket cost 45{tail}"
+    latest = f"- user: The ferry ticket cost 45{tail}"
+    messages = messages_of(
+        [("user", line.removeprefix("- user: ")) for line in (new_number, repeated, latest)]
+    )
+    max_tokens = count_tokens(SUMMARY_HEADER) + count_tokens(new_number) + count_tokens(latest) + 2
+
+    text = extractive_summary(previous_summary=None, messages=messages, max_tokens=max_tokens)
+
+    assert summary_lines(text) == [SUMMARY_HEADER, new_number, latest]
+
+
+# A realistic chat: an assistant that talks at length, a user who states the facts.
+MOVING_HOUSE = [
+    ("user", "Hi! I need help planning our move from Leeds to Edinburgh."),
+    ("assistant", "Of course, happy to help with that. Moving between cities takes a lot of coordination, so it helps to break the work into small steps and to tackle them one at a time. A simple checklist, kept somewhere everyone in the household can see it, usually does more good than any clever app. Start with the tasks that depend on other people, such as landlords, schools and utility companies, because those are the ones that take longest to sort out. What date are you aiming for?"),
+    ("user", "We want to move on Saturday 14 June."),
+    ("assistant", "That gives you a good amount of time to prepare if you start soon. Most families find that the last fortnight is the busiest part, so anything you can settle early will take pressure off later, when the boxes start piling up in the hallway. How many people are moving?"),
+    ("user", "Four."),
+    ("assistant", "Thanks. Who is moving with you?"),
+    ("user", "My wife Hannah and our two sons, Oliver and Finn."),
+    ("assistant", "Lovely. Moving with children can be stressful, but keeping them involved in the process usually makes it easier for everyone and helps them feel settled in the new place much sooner. Letting them pack a small box of their own favourite things, and carry it themselves on the day, is a simple way to give them a sense of control. It also helps to visit the new neighbourhood together before the move, so that the parks, shops and the route to school already feel a little familiar."),
+    ("user", "Oliver starts at Leith Academy in August."),
+    ("assistant", "Which school will Finn go to?"),
+    ("user", "Trinity Primary."),
+    ("assistant", "Great, thanks!"),
+    ("user", "We found a flat on Ferry Road for £1,450 a month."),
+    ("assistant", "That sounds like a sensible choice for a family. It is worth reading the tenancy agreement carefully before you sign anything, and asking about anything that seems unclear to you. Take photos of every room when you get the keys, so that there is no argument about the condition of the place when you eventually leave. Keep copies of every email and receipt in one folder as well, since you may need them when the tenancy ends and the deposit is returned."),
+    ("user", "The letting agent is Morgan Lettings."),
+    ("assistant", "Did you pay the deposit yet?"),
+    ("user", "Yes, £2,900 on 2 May."),
+    ("assistant", "Good to have that done. Have you booked a removal company?"),
+    ("user", "Not yet."),
+    ("assistant", "It is usually a good idea to get several quotes, because prices vary a lot and the cheapest offer is not always the most reliable one when it comes to careful handling of furniture and boxes. Ask each company what their insurance covers, whether they charge extra for stairs, and how they deal with delays on the road. A short video call, where you walk them through each room, gives a much more accurate quote than a rough estimate of the number of boxes."),
+    ("user", "Highland Removals quoted £1,200 and Swift Vans quoted £950."),
+    ("assistant", "Which one do you prefer?"),
+    ("user", "Highland Removals, they have better reviews."),
+    ("assistant", "Sounds good."),
+    ("user", "Their van arrives at 8:30 on the day."),
+    ("assistant", "Make sure everything is packed and labelled the night before, so that the crew can load the van quickly and nothing important gets left behind in the rush of the morning. Keep a separate bag with chargers, documents, medicines and a change of clothes for everyone, and travel with it yourself rather than putting it in the van."),
+    ("user", "Ok."),
+    ("user", "What about the internet at the new flat?"),
+    ("assistant", "It is worth arranging the broadband early, because installation slots can fill up weeks in advance and it is frustrating to be without a connection while you are trying to settle in. In the meantime, a mobile hotspot can cover the basics, although it will not be quick enough for everyone at once. Remember to cancel or transfer the contract at the old address too, so that you are not paying for two connections at the same time."),
+    ("user", "I ordered fibre from Vodafone, installation on 16 June."),
+    ("assistant", "Perfect. Is there anything else you are worried about?"),
+    ("user", "Our cat Pepper hates car journeys."),
+    ("assistant", "Many cats find travel stressful, so it helps to keep them in a familiar carrier with a blanket that smells of home, and to keep the car calm and quiet for the whole of the journey. When you arrive, give the cat one quiet room with food, water and a litter tray, and let it explore the rest of the home gradually over a few days."),
+    ("user", "The vet, Dr Patel, suggested a mild sedative."),
+    ("assistant", "How long is the drive?"),
+    ("user", "About 4 hours."),
+    ("assistant", "That is manageable with a couple of short breaks along the way, and it gives everyone a chance to stretch their legs, have something to eat and get some fresh air. Children usually cope much better with a long car journey when they know in advance roughly when the next stop will be. Plan the stops before you leave, so that nobody has to make decisions while tired and hungry in the middle of the motorway."),
+    ("user", "Thanks, that helps a lot."),
+    ("assistant", "You're welcome. Good luck with the move!"),
+    ("user", "Bye!"),
+]
+
+MOVING_HOUSE_FACTS = [
+    "Leeds", "Edinburgh", "Saturday 14 June", "Four", "Hannah", "Oliver", "Finn",
+    "Leith Academy", "August", "Trinity Primary", "Ferry Road", "£1,450", "Morgan Lettings",
+    "£2,900", "2 May", "Highland Removals", "£1,200", "Swift Vans", "£950", "8:30",
+    "Vodafone", "16 June", "Pepper", "Dr Patel", "4 hours",
+]
+
+
+def test_it_keeps_every_name_number_and_date_of_a_long_conversation_at_the_default_budget() -> None:
+    messages = messages_of(MOVING_HOUSE)
+    budget = int(settings.MEMORY_SUMMARY_MAX_TOKENS)
+    # Every word of the conversation that is capitalised mid-sentence or has a digit.
+    stated = {
+        word.strip(".,!?")
+        for _, text in MOVING_HOUSE
+        for sentence in re.split(r"(?<=[.!?])\s+", text)
+        for word in sentence.split()[1:]
+        if word[0].isupper() or any(ch.isdigit() for ch in word)
+    }
+
+    at_once = extractive_summary(previous_summary=None, messages=messages, max_tokens=budget)
+    # As auto-compaction at threshold 30 folds it: 1-29, then the rest on top.
+    rolled = extractive_summary(
+        previous_summary=extractive_summary(
+            previous_summary=None, messages=messages[:29], max_tokens=budget
+        ),
+        messages=messages[29:],
+        max_tokens=budget,
+    )
+
+    assert len(messages) == 40 and budget == 1024
+    # The conversation does not fit, so the summary had to choose.
+    assert sum(count_tokens(f"- {m.role}: {m.content}") for m in messages) > budget + 200
+    assert stated <= {w for fact in MOVING_HOUSE_FACTS for w in fact.split()}
+    for text in (at_once, rolled):
+        assert count_tokens(text) <= budget
+        missing = [fact for fact in MOVING_HOUSE_FACTS if fact not in text]
+        assert missing == []
+        for chatter in ("Great, thanks!", "Sounds good.", "- user: Ok.", "You're welcome", "Bye!"):
+            assert chatter not in text

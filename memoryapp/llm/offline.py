@@ -2,6 +2,7 @@
 
 It does not pretend to be a language model. ``summarize`` is extractive: it keeps the
 sentences that carry names, numbers, dates, decisions, preferences and open questions,
+keeps a short reply together with the question it answers (the answer is the fact),
 carries the previous summary's content forward, and stays within the token budget.
 ``reply`` says plainly that it is offline and shows what memory gave the turn.
 """
@@ -9,9 +10,10 @@ carries the previous summary's content forward, and stays within the token budge
 from __future__ import annotations
 
 import hashlib
+import heapq
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from memoryapp.llm.port import (
@@ -28,6 +30,15 @@ from memoryapp.tokens import count_tokens
 
 SUMMARY_HEADER = "Summary of earlier conversation (offline extractive summary):"
 MAX_SENTENCE_CHARS = 400
+#: A message of at most this many words (and MAX_ANSWER_CHARS characters) that follows
+#: another speaker's question, and is not itself a question, is that question's answer.
+MAX_ANSWER_WORDS = 5
+MAX_ANSWER_CHARS = 80
+#: Joins a question and its answer in one line: ``- assistant: Which day? → user: Tuesday``.
+ANSWER_ARROW = " → "
+#: A previous summary's bullet line up to this long is carried whole (a question and its
+#: answer with their roles fit); a longer one is split into sentences.
+MAX_LINE_CHARS = MAX_SENTENCE_CHARS + MAX_ANSWER_CHARS + 40
 
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 _MONTHS = (
@@ -39,21 +50,54 @@ _DATE = re.compile(
     r"tomorrow|yesterday|tonight|next week|last week|weekend|\d{1,2}[:/]\d{2}|(?:19|20)\d{2})\b",
     re.IGNORECASE,
 )
-_NUMBER = re.compile(r"\d")
+# One number as written: "30,000", "10:30", "3.5", "2026".
+_NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*")
 _DECISION = re.compile(
     r"\b(?:decid\w*|chose|choose|chosen|pick\w*|will|going to|plan\w*|agree\w*|prefer\w*|"
-    r"like|love|hate|want\w*|need\w*|bought|buy|ordered|booked|signed|promis\w*|must|"
+    r"like|love|hate|want\w*|need\w*|bought|buy|ordered|book|booked|signed|promis\w*|must|"
     r"always|never|favou?rite|allerg\w*|my name|i am|i'm|i have|i live|i work|budget)\b",
     re.IGNORECASE,
 )
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
-# A sentence made only of these is chatter ("Great, thanks!", "Happy to help.").
-_FILLER = re.compile(
-    r"^(?:(?:hi|hello|hey|there|thanks|thank you|thanks a lot|ok|okay|sure|great|cool|"
+# A short answer's first word is often the fact itself ("Alice.", "Blue, please."), which
+# _NAME skips because it opens the sentence; these opening words are not names.
+_LEADING_WORD = re.compile(r"[A-Z][a-z]+")
+_NOT_NAMES_TEXT = (
+    "a an the i it its this that these those my your our their his her we you he she they "
+    "yes no yeah yep yup nope nah sure ok okay maybe not just please thanks thank oh well so "
+    "and but or hi hello hey great cool nice good fine fair what which when where who why "
+    "how is are was were do does did can could would will should shall let sounds perfect "
+    "wow really absolutely definitely probably of in on at for to with from by about there "
+    "here then now also me us them same true right exactly totally lol haha hmm"
+)
+_NOT_NAMES = frozenset(_NOT_NAMES_TEXT.split())
+_FILLER_WORDS = (
+    r"hi|hello|hey|there|thanks|thank you|thanks a lot|ok|okay|sure|great|cool|"
     r"perfect|nice|awesome|yes|yeah|no|bye|goodbye|good\s+\w+|happy to help|"
     r"you're welcome|no problem|sounds good|that sounds good(?: to me)?|got it|of course|"
-    r"how can i help(?: you)?(?: today)?)\W*)+$",
+    r"how can i help(?: you)?(?: today)?|good|fine|not bad|and you|you|me too|same|please|"
+    r"lol|haha|wow|oh|hmm|right|true|exactly|totally|indeed|yep|yup|nope|nah|absolutely|"
+    r"definitely|certainly|agreed|totally agree|congrats|congratulations|for sure|sure thing|"
+    r"no worries|no doubts?|lucky you|woo+hoo+|aw+|same here|me neither|glad to hear(?: it)?"
+)
+# A sentence made only of these is chatter ("Great, thanks!", "Happy to help.").
+_FILLER = re.compile(rf"^(?:(?:{_FILLER_WORDS})\W*)+$", re.IGNORECASE)
+# Chatter addressed to someone ("Thanks, Mel!", "Hey Caroline!"): the name is only a
+# form of address, not a fact worth a line.
+_ADDRESSED_FILLER = re.compile(rf"^(?i:(?:(?:{_FILLER_WORDS})\W*)+)[A-Z][\w'-]*\W*$")
+# A reply opening with one of these decides something: "Yes, book it.", "No." to "Shall I?".
+_YES_NO = re.compile(
+    r"^(?:yes|yeah|yep|yup|no|nope|nah|sure|ok|okay|of course|definitely|absolutely|"
+    r"certainly|correct|not yet)\b",
     re.IGNORECASE,
+)
+# Questions a bare "yes"/"no" cannot answer ("How are you?" → "Good."): a filler reply to
+# one of these is chatter, to any other question ("Shall I book it?" → "Yes.") a decision.
+_OPEN_QUESTION = re.compile(r"^(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
+_ROLES = "user|assistant|system|tool"
+_ROLE_PREFIX = re.compile(rf"^(?:{_ROLES}): ")
+_PAIR_LINE = re.compile(
+    rf"^(?:{_ROLES}): (?P<question>.+?\?){re.escape(ANSWER_ARROW)}(?:{_ROLES}): (?P<answer>.+)$"
 )
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -63,8 +107,18 @@ CARRY_BONUS = 1.0
 #: Share of the budget kept for this run's messages, so a full summary cannot crowd out
 #: everything new (the previous summary's lines may use the rest).
 FRESH_SHARE = 1 / 3
-#: Below this score a sentence is chatter ("ok thanks") and never kept.
+#: Below this score a line is chatter ("ok thanks"): it is kept only when none of this
+#: run's lines scores higher, so a summary is never empty of what it folded.
 MIN_SCORE = 0.0
+#: What each distinct name (up to MAX_NAMES) and each distinct number (up to MAX_NUMBERS)
+#: adds to a sentence's score; a date or a decision adds 2 once.
+NAME_SCORE = 2.0
+MAX_NAMES = 3
+NUMBER_SCORE = 2.0
+MAX_NUMBERS = 2
+#: What being the answer to a question is worth on top of the answer's own facts: the
+#: same as a number or a date, so "Which day? → Tuesday" outranks the bare question.
+ANSWER_SCORE = 2.0
 
 
 @dataclass
@@ -80,23 +134,104 @@ def _sentences(text: str) -> list[str]:
     return [p if len(p) <= MAX_SENTENCE_CHARS else p[: MAX_SENTENCE_CHARS - 1] + "…" for p in parts]
 
 
-def _score(sentence: str) -> float:
-    if _FILLER.match(sentence):
+def _is_chatter(sentence: str) -> bool:
+    return bool(_FILLER.match(sentence) or _ADDRESSED_FILLER.match(sentence))
+
+
+def _score(sentence: str, *, answer_to: str | None = None) -> float:
+    """How much ``sentence`` says: numbers, dates, decisions (a short yes/no reply
+    included), names and questions add up; chatter scores -3, and so does a fragment of
+    fewer than three words with none of those (a fragment that carries one scores like the
+    fact). ``answer_to`` is the question the sentence answers, if it does: then a one- or
+    two-word answer's first word counts as a name ("Alice."), and "Yes." to a yes/no
+    question is a decision, not chatter."""
+    words = len(sentence.split())
+    yes_no = words <= MAX_ANSWER_WORDS and _YES_NO.match(sentence) is not None
+    yes_no_question = answer_to is not None and not _OPEN_QUESTION.match(answer_to)
+    if _is_chatter(sentence) and not (yes_no and yes_no_question):
         return -3.0
-    score = 0.0
-    if _NUMBER.search(sentence):
-        score += 2
-    if _DATE.search(sentence):
-        score += 2
-    if _DECISION.search(sentence):
-        score += 2
+    numbers = len(set(_NUMBER.findall(sentence)))
+    date = _DATE.search(sentence) is not None
+    # In a long sentence "Yeah, ..." only opens the turn; a short one decides.
+    decision = yes_no or _DECISION.search(sentence) is not None
+    names = len(_NAME.findall(sentence))
+    if answer_to is not None and words <= 2 and (lead := _LEADING_WORD.match(sentence)):
+        names += lead.group(0).casefold() not in _NOT_NAMES
+    score = (
+        NUMBER_SCORE * min(numbers, MAX_NUMBERS)
+        + 2.0 * date
+        + 2.0 * decision
+        + NAME_SCORE * min(names, MAX_NAMES)
+    )
     if sentence.rstrip().endswith("?"):
         score += 1.5
-    score += min(len(_NAME.findall(sentence)), 3)
-    words = len(sentence.split())
-    if words < 3:
+    if words < 3 and not (numbers or date or decision or names):
         score -= 3
     return score
+
+
+def _pair_score(question: str, answer: str) -> float | None:
+    """The score of ``question`` answered by the short ``answer``; None when the answer
+    is chatter (a "Good, thanks." to "How are you?"), which leaves the two apart."""
+    answer_score = _score(answer, answer_to=question)
+    if answer_score < MIN_SCORE and _is_chatter(answer):
+        return None
+    # A two-word question is no fragment once it is answered ("Which colour?").
+    question_score = max(_score(question), 0.0) or (1.5 if question.endswith("?") else 0.0)
+    return question_score + ANSWER_SCORE + max(answer_score, 0.0)
+
+
+def _line_score(body: str) -> float:
+    """The score of a summary line's text (after ``- ``): a question-and-answer line as a
+    pair, a ``role: sentence`` line as its sentence, prose as it is."""
+    pair = _PAIR_LINE.match(body)
+    if pair:
+        score = _pair_score(pair["question"], pair["answer"])
+        if score is not None:
+            return score
+    return _score(_ROLE_PREFIX.sub("", body, count=1))
+
+
+def _answer(message: TranscriptMessage, sentences: list[str], reply: TranscriptMessage) -> str | None:
+    """``reply``'s whole text when it is a short answer to the question that ends
+    ``message`` (another speaker, at most MAX_ANSWER_WORDS words, not a question)."""
+    if not sentences or not sentences[-1].endswith("?") or reply.role == message.role:
+        return None
+    text = " ".join(_sentences(reply.content))
+    if (
+        not text
+        or text.endswith("?")
+        or len(text) > MAX_ANSWER_CHARS
+        or len(text.split()) > MAX_ANSWER_WORDS
+    ):
+        return None
+    return text
+
+
+def _fresh_lines(messages: list[TranscriptMessage]) -> list[tuple[str, float]]:
+    """This run's lines with their scores, in conversation order: ``- <role>: <sentence>``,
+    or ``- <role>: <question> → <role>: <answer>`` for a question and its short answer."""
+    lines: list[tuple[str, float]] = []
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        sentences = _sentences(message.content)
+        reply = messages[index + 1] if index + 1 < len(messages) else None
+        answer = _answer(message, sentences, reply) if reply is not None else None
+        pair_score = _pair_score(sentences[-1], answer) if answer is not None else None
+        if reply is not None and answer is not None and pair_score is not None:
+            lines.extend((f"- {message.role}: {s}", _score(s)) for s in sentences[:-1])
+            lines.append(
+                (
+                    f"- {message.role}: {sentences[-1]}{ANSWER_ARROW}{reply.role}: {answer}",
+                    pair_score,
+                )
+            )
+            index += 2
+            continue
+        lines.extend((f"- {message.role}: {s}", _score(s)) for s in sentences)
+        index += 1
+    return lines
 
 
 def _carried_lines(previous_summary: str | None) -> list[str]:
@@ -109,7 +244,7 @@ def _carried_lines(previous_summary: str | None) -> list[str]:
             continue
         bullet = text.startswith("- ")
         body = text[2:].strip() if bullet else text
-        if bullet and len(body) <= MAX_SENTENCE_CHARS:
+        if bullet and len(body) <= MAX_LINE_CHARS:
             lines.append(f"- {body}")
         else:
             lines.extend(f"- {sentence}" for sentence in _sentences(body))
@@ -139,6 +274,49 @@ def _key(line: str) -> str:
     return " ".join(line.casefold().split())
 
 
+def _line_facts(line: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The names (case-folded) and numbers of a ``- ...`` line."""
+    body = _ROLE_PREFIX.sub("", line[2:], count=1)
+    return frozenset(n.casefold() for n in _NAME.findall(body)), frozenset(_NUMBER.findall(body))
+
+
+def _stale_value(facts: frozenset[str], covered: set[str], weight: float, cap: int) -> float:
+    """What ``facts`` already in ``covered`` took off a line's score."""
+    return weight * (min(len(facts), cap) - min(len(facts - covered), cap))
+
+
+def _choose(candidates: list[_Candidate], take: Callable[[_Candidate], bool]) -> None:
+    """Offer ``candidates`` to ``take`` best first (newer first on ties) until all were
+    offered; ``take`` says whether it kept the line. A name or number already in a kept
+    line no longer counts: a second "Mel" or "30" tells nothing new, a first "Ana" does.
+
+    Lazy greedy: a line's value only drops as names and numbers get covered, so a popped
+    line whose re-scored value is still the best of the heap is the best; the others are
+    re-scored only when popped.
+    """
+    facts = {c.order: _line_facts(c.text) for c in candidates}
+    by_order = {c.order: c for c in candidates}
+    covered_names: set[str] = set()
+    covered_numbers: set[str] = set()
+    heap = [(-c.score, -c.order) for c in candidates]
+    heapq.heapify(heap)
+    while heap:
+        stale, neg_order = heapq.heappop(heap)
+        cand = by_order[-neg_order]
+        names, numbers = facts[cand.order]
+        value = (
+            cand.score
+            - _stale_value(names, covered_names, NAME_SCORE, MAX_NAMES)
+            - _stale_value(numbers, covered_numbers, NUMBER_SCORE, MAX_NUMBERS)
+        )
+        if value < -stale and heap and (-value, neg_order) > heap[0]:
+            heapq.heappush(heap, (-value, neg_order))
+            continue
+        if take(cand):
+            covered_names |= names
+            covered_numbers |= numbers
+
+
 def extractive_summary(
     *, previous_summary: str | None, messages: list[TranscriptMessage], max_tokens: int
 ) -> str:
@@ -146,13 +324,23 @@ def extractive_summary(
     (memoryapp.tokens.count_tokens), the same text for the same input.
 
     The text is SUMMARY_HEADER, then the previous summary's lines (carried forward, with a
-    CARRY_BONUS), then this run's sentences as ``- <role>: <sentence>``, each group in
-    conversation order. Sentences are scored for numbers, dates, decisions and
-    preferences, questions and names; chatter (score below MIN_SCORE) and repeated lines
-    are dropped. When everything does not fit, the lowest-scoring lines are left out
-    (newer first on ties), while FRESH_SHARE of the budget stays open to this run's
-    sentences. A budget too small for the header drops the header; one too small for any
-    whole line keeps the best line cut to fit.
+    CARRY_BONUS), then this run's lines, each group in conversation order. A line is
+    ``- <role>: <sentence>``, or ``- <role>: <question> → <role>: <answer>`` when a
+    message ending in a question is followed by another speaker's short reply (at most
+    MAX_ANSWER_WORDS words, not a question): the answer is the fact, so it is never kept
+    without its question, and it scores ANSWER_SCORE more.
+
+    Sentences score for each distinct number and name (NUMBER_SCORE, NAME_SCORE), a date,
+    a decision or preference (a short yes/no reply included), and a question; a fragment
+    such as "Alice." or "Tuesday" answering a question scores like the fact it carries.
+    Chatter (score below MIN_SCORE) and repeated lines are dropped. Lines are taken best
+    first (newer first on ties) while they fit, a name or number already taken no longer
+    counting (so the summary holds more distinct facts), and FRESH_SHARE of the budget
+    stays open to this run's lines. When none of this run's lines would be kept (all
+    chatter, or none fits), its most recent lines that fit are kept instead, so a summary
+    never loses every trace of what it folded. A budget too small for the header drops
+    the header; one too small for any whole line keeps the best line cut to fit.
+    Implements the rolling summary of spec 000 "Compaction" for DESIGN.md section 7.
     """
     candidates: list[_Candidate] = []
     seen: set[str] = set()
@@ -161,16 +349,18 @@ def extractive_summary(
         if key not in seen:
             seen.add(key)
             candidates.append(
-                _Candidate(len(candidates), line, _score(line[2:]) + CARRY_BONUS, True)
+                _Candidate(len(candidates), line, _line_score(line[2:]) + CARRY_BONUS, True)
             )
-    for message in messages:
-        for sentence in _sentences(message.content):
-            line = f"- {message.role}: {sentence}"
-            key = _key(line)
-            if key not in seen:
-                seen.add(key)
-                candidates.append(_Candidate(len(candidates), line, _score(sentence), False))
-    candidates = [c for c in candidates if c.score >= MIN_SCORE]
+    for line, score in _fresh_lines(messages):
+        key = _key(line)
+        if key not in seen:
+            seen.add(key)
+            candidates.append(_Candidate(len(candidates), line, score, False))
+    kept = [c for c in candidates if c.score >= MIN_SCORE]
+    fresh_kept = [c for c in kept if not c.carried]
+    # The lines this run's share is reserved for: the scored ones, or, when every one of
+    # them is chatter, the fallback's (so carried lines cannot take all the room).
+    fresh_pool = fresh_kept or [c for c in candidates if not c.carried]
 
     header_cost = count_tokens(SUMMARY_HEADER)
     # The header only when it leaves room for content; the budget is what counts.
@@ -179,22 +369,33 @@ def extractive_summary(
     # Each line costs its tokens plus one for its newline; count_tokens of the joined text
     # is never more than the sum, so the total stays within max_tokens.
     costs = {c.order: count_tokens(c.text) + 1 for c in candidates}
-    fresh_total = sum(costs[c.order] for c in candidates if not c.carried)
+    fresh_total = sum(costs[c.order] for c in fresh_pool)
     carried_cap = budget - min(int(budget * FRESH_SHARE), fresh_total)
 
     chosen: list[_Candidate] = []
     used = carried_used = 0
-    ranked = sorted(candidates, key=lambda c: (-c.score, -c.order))
-    for cand in ranked:
+
+    def take(cand: _Candidate) -> bool:
+        nonlocal used, carried_used
         cost = costs[cand.order]
         if used + cost > budget or (cand.carried and carried_used + cost > carried_cap):
-            continue
+            return False
         chosen.append(cand)
         used += cost
         if cand.carried:
             carried_used += cost
-    if not chosen and ranked and budget > 0:
-        best = ranked[0]
+        return True
+
+    _choose(kept, take)
+    if not any(not c.carried for c in chosen):
+        # Nothing of this run scored or fitted: its most recent lines rather than nothing.
+        for cand in sorted(fresh_pool, key=lambda c: -c.order):
+            cost = costs[cand.order]
+            if used + cost <= budget:
+                chosen.append(cand)
+                used += cost
+    if not chosen and candidates and budget > 0:
+        best = min(candidates, key=lambda c: (-c.score, -c.order))
         cut = _cut_to(best.text, budget - 1 if header else budget)
         if cut:
             chosen.append(_Candidate(best.order, cut, best.score, best.carried))
