@@ -84,6 +84,12 @@ def live_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
         # it must not inherit pytest-django's "database access not allowed" block (the
         # fork copies whatever state the parent is in at start()).
         connections.close_all()
+        for conn in connections.all():
+            # psycopg's pool (PostgreSQL) keeps sockets and worker threads; a fork must
+            # start with none and build its own.
+            close_pool = getattr(conn, "close_pool", None)
+            if close_pool is not None:
+                close_pool()
         process = DaphneProcess(
             "127.0.0.1", get_application, setup=partial(_configure_server, database_name)
         )
