@@ -47,7 +47,9 @@ def test_it_prints_the_new_secret_alone_on_the_last_line(project: Project) -> No
 def test_it_stores_only_the_hash_of_the_secret(project: Project) -> None:
     out, _ = create_api_key("--project", "acme")
     secret = out.splitlines()[-1]
-    random_part = secret.rsplit("_", 1)[1]
+    # mk_<8 hex>_<random>; the random part may itself hold "_", so split from the left.
+    random_part = secret.split("_", 2)[2]
+    assert len(random_part) == 32
 
     key = ApiKey.objects.get(project=project)
     stored = [str(v) for v in ApiKey.objects.filter(pk=key.pk).values().get().values()]
