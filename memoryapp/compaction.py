@@ -38,6 +38,8 @@ from memoryapp.models import Message, Thread
 logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3
+# Runs one tripping append may make to catch up with appends that arrived during its run.
+MAX_CATCH_UP_RUNS = 5
 
 
 @dataclass(frozen=True)
@@ -232,31 +234,60 @@ def _claim_lease(thread_id: uuid.UUID) -> datetime | None:
     return until if claimed else None
 
 
+def _due_again(thread_id: uuid.UUID) -> int | None:
+    """If the thread's un-compacted count is at its threshold again, the newest un-compacted
+    message's sequence number (to keep verbatim), else None."""
+    thread = (
+        Thread.objects.filter(pk=thread_id)
+        .values_list("auto_compact_threshold", "uncompacted_count")
+        .first()
+    )
+    if thread is None or thread[0] is None or thread[1] < thread[0]:
+        return None
+    return (
+        Message.objects.filter(thread_id=thread_id, compacted_at__isnull=True, is_summary=False)
+        .order_by("-sequence_number")
+        .values_list("sequence_number", flat=True)
+        .first()
+    )
+
+
 def auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> bool:
     """Compaction tripped by an append (spec 000: keepLast 1). True if a run committed.
 
     Only one automatic run per thread calls the model at a time: an append that trips
-    while another run holds the thread's lease returns False at once (that run will fold
-    the rows; if it fails, a later append tries again). The lease expires on its own after
-    MEMORY_COMPACTION_LEASE_SECONDS, so a crashed worker cannot block compaction for good.
+    while another run holds the thread's lease returns False at once. The holder catches
+    up for them: after each committed run (and after releasing the lease, so no append
+    falls between the check and the release) it looks again, and while appends made
+    during the run have brought the count back to the threshold it runs again, keeping
+    the newest message verbatim (at most MAX_CATCH_UP_RUNS runs per call). The lease
+    expires on its own after MEMORY_COMPACTION_LEASE_SECONDS, so a crashed worker cannot
+    block compaction for good.
 
     Never raises for a model failure: the append already succeeded, the failure is
     recorded on the thread, and the next append tries again.
     """
-    lease = _claim_lease(thread_id)
-    if lease is None:
-        return False
-    try:
-        result = compact(
-            thread_id=thread_id, keep_from_sequence=keep_from_sequence, require_threshold=True
-        )
-        return result is not None
-    except ModelCallFailed:
-        logger.warning("auto-compaction of thread %s failed", thread_id, exc_info=True)
-        return False
-    except ThreadNotFound:
-        return False
-    finally:
-        Thread.objects.filter(pk=thread_id, compaction_lease_until=lease).update(
-            compaction_lease_until=None
-        )
+    compacted = False
+    keep_from: int | None = keep_from_sequence
+    for _ in range(MAX_CATCH_UP_RUNS):
+        if keep_from is None:
+            break
+        lease = _claim_lease(thread_id)
+        if lease is None:
+            break
+        try:
+            result = compact(thread_id=thread_id, keep_from_sequence=keep_from, require_threshold=True)
+        except ModelCallFailed:
+            logger.warning("auto-compaction of thread %s failed", thread_id, exc_info=True)
+            break
+        except ThreadNotFound:
+            break
+        finally:
+            Thread.objects.filter(pk=thread_id, compaction_lease_until=lease).update(
+                compaction_lease_until=None
+            )
+        if result is None:
+            break
+        compacted = True
+        keep_from = _due_again(thread_id)
+    return compacted

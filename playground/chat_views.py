@@ -31,7 +31,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
@@ -85,9 +85,16 @@ def _invalid_json() -> JsonResponse:
     )
 
 
-@require_POST
 def chat(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
-    """Run one playground chat turn (memoryapp.chat.chat_turn) and answer 201 with its body."""
+    """Run one playground chat turn (memoryapp.chat.chat_turn) and answer 201 with its body.
+
+    Every answer is JSON, a wrong method included (405 with ``Allow: POST``), since the
+    caller is fetch().
+    """
+    if request.method != "POST":
+        response = _error(405, "Method not allowed")
+        response["Allow"] = "POST"
+        return response
     if not request.user.is_authenticated:
         return _error(401, "Unauthorized")
     try:
@@ -102,7 +109,9 @@ def chat(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
             "Payload too large",
             [{"path": [], "message": "Request body is too large", "code": "body_too_large"}],
         )
-    except ValueError:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
+    except (ValueError, RecursionError):
+        # JSONDecodeError and UnicodeDecodeError are ValueErrors; absurdly deep nesting
+        # ("[[[[...") exhausts the parser's recursion instead.
         return _invalid_json()
     try:
         payload = ChatIn.model_validate(data)

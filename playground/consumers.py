@@ -25,10 +25,14 @@ from memoryapp.models import Thread
 CLOSE_FORBIDDEN = 4403
 
 
-def may_subscribe(user: Any, thread_id: uuid.UUID, project_id: str | None) -> bool:
+def may_subscribe(user: Any, thread_id: uuid.UUID | str, project_id: str | None) -> bool:
     """Whether ``user`` is a logged-in member of project ``project_id`` and
-    ``thread_id`` is one of its threads (one query)."""
+    ``thread_id`` (a UUID, or its text from the URL) is one of its threads (one query)."""
     if user is None or not user.is_authenticated:
+        return False
+    try:
+        thread_id = uuid.UUID(str(thread_id))
+    except ValueError:
         return False
     if not project_id or not project_id.isdigit() or len(project_id) > 18:
         return False
@@ -43,7 +47,7 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
     group: str | None = None
 
     async def connect(self) -> None:
-        thread_id: uuid.UUID = self.scope["url_route"]["kwargs"]["thread_id"]
+        thread_id: str = str(self.scope["url_route"]["kwargs"]["thread_id"])
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         project_id = (query.get("projectId") or [None])[0]
         allowed = await database_sync_to_async(may_subscribe)(
@@ -54,7 +58,7 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_FORBIDDEN)
             return
         # Join before accepting, so no event between the two is missed.
-        self.group = events.thread_group(thread_id)
+        self.group = events.thread_group(uuid.UUID(thread_id))
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
 

@@ -9,5 +9,7 @@ from django.urls import path
 from playground.consumers import ThreadConsumer
 
 websocket_urlpatterns: list[Any] = [
-    path("ws/threads/<uuid:thread_id>/", ThreadConsumer.as_asgi()),
+    # <str:...>, not <uuid:...>: a malformed id must reach the consumer and be refused with
+    # 4403 like any other, not fail routing with a 500 at the handshake.
+    path("ws/threads/<str:thread_id>/", ThreadConsumer.as_asgi()),
 ]

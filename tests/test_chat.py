@@ -446,8 +446,19 @@ def test_it_answers_401_when_logged_out(thread: Thread) -> None:
 
 
 def test_it_answers_405_to_other_methods(client: Client, thread: Thread) -> None:
-    assert client.get(chat_url(thread)).status_code == 405
-    assert client.put(chat_url(thread)).status_code == 405
+    for resp in (client.get(chat_url(thread)), client.put(chat_url(thread))):
+        assert (resp.status_code, resp.json(), resp["Allow"]) == (
+            405,
+            {"error": "Method not allowed"},
+            "POST",
+        )
+
+
+def test_it_refuses_absurdly_nested_json(client: Client, thread: Thread) -> None:
+    resp = post_chat(client, thread, "[" * 50_000 + "]" * 50_000)
+    assert resp.status_code == 400
+    assert resp.json()["issues"][0]["code"] == "invalid_json"
+    assert not Message.objects.filter(thread=thread, sequence_number=3).exists()
 
 
 def test_it_refuses_a_body_that_is_not_json(client: Client, thread: Thread) -> None:

@@ -664,3 +664,37 @@ def test_it_takes_over_an_expired_compaction_lease(
     resp = api.append(thread_id, "m7")
     assert (resp.status_code, resp.json()["compacted"]) == (201, False)
     assert len(summarizer.calls) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_catches_up_with_appends_that_arrived_during_a_run(
+    api: Api, summarizer: FakeSummarizer, run_in_thread: Any
+) -> None:
+    thread_id = api.create_thread(autoCompactThreshold=3)["threadId"]
+    append_all(api, thread_id, ["m1", "m2"])
+    gate = summarizer.hold("writer-3")
+    client_3 = Api(Client(), api.key)
+
+    # m3 trips and holds the lease; m4-m6 each trip too but find the lease taken. When
+    # m3's run commits, the count is 4 (m3-m6), past the threshold again: the same call
+    # runs once more, keeping the newest message (m6) verbatim.
+    box = run_in_thread("writer-3", lambda: client_3.append(thread_id, "m3"))
+    wait(gate.entered)
+    skipped = [api.append(thread_id, text).json()["compacted"] for text in ["m4", "m5", "m6"]]
+    gate.release.set()
+    resp_3 = finish(box)
+
+    assert skipped == [False, False, False]
+    assert (resp_3.status_code, resp_3.json()["compacted"]) == (201, True)
+    first, second = summarizer.calls
+    assert [m[0] for m in first.messages] == [1, 2]
+    assert [m[0] for m in second.messages] == [3, 4, 5]
+    assert second.previous_summary == Message.objects.get(thread_id=thread_id, sequence_number=7).content
+    active = assert_compaction_invariants(thread_id)
+    assert (active.sequence_number, active.covers_from_sequence, active.covers_to_sequence) == (8, 1, 5)
+    window = prepare(api, thread_id)
+    assert window["messages"] == [
+        {"role": "system", "content": active.content},
+        {"role": "user", "content": "m6"},
+    ]
+    assert window["messageCount"] == 1

@@ -222,3 +222,13 @@ async def test_it_refuses_a_malformed_project_id(project_id: str) -> None:
         await _refused(communicator, connected)
     finally:
         await communicator.disconnect()
+
+
+@pytest.mark.parametrize("thread_id", ["not-a-uuid", "12345", "%20"])
+async def test_it_refuses_a_malformed_thread_id(thread_id: str) -> None:
+    project, _, user, _ = await sync_to_async(_setup)()
+    communicator, connected, _ = await _connect(thread_id, project.pk, user)
+    try:
+        await _refused(communicator, connected)
+    finally:
+        await communicator.disconnect()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -346,3 +347,15 @@ def test_it_answers_502_when_synthesis_fails(
     resp = api.post(URL, {"dataset": "user_42", "query": "Where does Maria live?"})
     assert resp.status_code == 502
     assert resp.json()["error"] == "Model call failed"
+
+
+def test_it_answers_404_for_a_thread_id_of_another_project(
+    api: Api, outsider_api: Api, corpus: dict[str, Any]
+) -> None:
+    body = {"dataset": "user_42", "query": "hiking", "threadId": str(corpus["current"].id)}
+
+    foreign = outsider_api.post(URL, body)
+    missing = api.post(URL, {**body, "threadId": str(uuid.uuid4())})
+
+    assert (foreign.status_code, foreign.json()) == (404, {"error": "Thread not found"})
+    assert (missing.status_code, missing.json()) == (404, {"error": "Thread not found"})

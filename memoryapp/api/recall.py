@@ -15,6 +15,7 @@ from pydantic import ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from memoryapp import recall as recall_domain
+from memoryapp import working
 from memoryapp.api.schemas import ErrorOut
 from memoryapp.models import ApiKey
 
@@ -71,14 +72,19 @@ class RecallOut(Schema):
 
 @router.post(
     "",
-    response={200: RecallOut, 400: ErrorOut, 401: ErrorOut, 502: ErrorOut},
+    response={200: RecallOut, 400: ErrorOut, 401: ErrorOut, 404: ErrorOut, 502: ErrorOut},
     summary="Recall long-term memory",
 )
 def recall(request: HttpRequest, payload: RecallIn) -> dict[str, Any]:
     """Search the dataset's episodes, facts and raw messages (other threads than
-    ``threadId``) and optionally synthesise an answer; ``context`` is ready to inject."""
+    ``threadId``) and optionally synthesise an answer; ``context`` is ready to inject.
+
+    A ``threadId`` that is not one of the key's project's threads answers 404 "Thread
+    not found", as on every other route."""
     key = request.auth  # type: ignore[attr-defined]
     assert isinstance(key, ApiKey)
+    if payload.threadId is not None:
+        working.thread_get(project=key.project, thread_id=payload.threadId)
     return recall_domain.recall(
         project=key.project,
         dataset=payload.dataset,

@@ -470,7 +470,11 @@ class OfflineModel:
             "[offline model: no GEMINI_API_KEY is set, so no language model answered.] "
             f"Memory gave this turn {len(messages)} message(s)"
             + (", including a compaction summary" if summaries else "")
-            + f" and a {count_tokens(system_instruction)}-token system instruction. "
+            + (
+                f" and a {count_tokens(system_instruction)}-token system instruction. "
+                if system_instruction.strip()
+                else " and no system instruction. "
+            )
             + f'You said: "{last_user[:200]}"'
         )
         words = text.split(" ")
