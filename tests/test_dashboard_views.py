@@ -650,12 +650,14 @@ def test_it_shows_timestamps_short_with_the_full_time_in_the_title(world: World)
     row = tree(world.client(world.member).get(url("playground:threads", world.project))).by_testid(
         "thread-row"
     )[0]
-    time = row.all(lambda n: n.tag == "time")[0]
-    assert time.attrs == {"datetime": "2024-05-06T07:08:09+00:00", "title": "2024-05-06 07:08:09 UTC"}
-    assert time.full_text() == "2024-05-06"
+    # The row shows when the thread was created (the list's order) and its last activity.
+    created, activity = row.all(lambda n: n.tag == "time")
+    assert created.attrs["datetime"] == world.thread.created.isoformat()
+    assert activity.attrs == {"datetime": "2024-05-06T07:08:09+00:00", "title": "2024-05-06 07:08:09 UTC"}
+    assert activity.full_text() == "2024-05-06"
     # Labels for the stacked rows of narrow screens.
     labels = [c.attrs.get("data-label") for c in row.children if c.tag == "td"]
-    assert labels == [None, None, None, "Messages", "Compactions", None]
+    assert labels == [None, None, None, "Messages", "Compactions", None, None]
 
 
 def test_it_renders_only_the_messages_partial_for_htmx(world: World) -> None:
