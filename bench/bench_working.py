@@ -13,7 +13,8 @@ them) next to a small thread of 40, in the same table. Then, for each transport:
 
 - in-process: Django's test client (routing, middleware, key auth, ninja validation,
   JSON; no server, no socket);
-- HTTP: daphne started here on a free loopback port, serving the same database, driven
+- HTTP: uvicorn (what ./dev serve runs) and daphne, each started here on a free
+  loopback port, serving the same database, driven
   by one keep-alive http.client connection (what an SDK with a connection pool does);
 
 it measures POST .../messages on the big thread, and GET .../messages?order=desc&limit=20
@@ -122,7 +123,7 @@ def free_port() -> int:
 
 
 class HttpApi:
-    """One keep-alive HTTP/1.1 connection to the daphne server, with the project's key."""
+    """One keep-alive HTTP/1.1 connection to the server, with the project's key."""
 
     def __init__(self, port: int, key: str) -> None:
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -141,38 +142,39 @@ class HttpApi:
         return json.loads(raw) if raw else None
 
 
-def start_daphne(port: int, log: Path, debug: bool) -> subprocess.Popen[bytes]:
-    """Serve memoryapp.asgi on 127.0.0.1:``port`` against this process's database settings."""
+SERVER_COMMANDS = {
+    # As ./dev serve runs it.
+    "uvicorn": lambda port: [
+        "uvicorn", "memoryapp.asgi:application", "--host", "127.0.0.1", "--port", str(port),
+        "--log-level", "warning", "--no-access-log",
+    ],
+    "daphne": lambda port: [
+        "daphne", "-b", "127.0.0.1", "-p", str(port), "-v", "0", "memoryapp.asgi:application",
+    ],
+}
+
+
+def start_server(server: str, port: int, log: Path, debug: bool) -> subprocess.Popen[bytes]:
+    """Serve memoryapp.asgi with ``server`` (uvicorn | daphne) on 127.0.0.1:``port``,
+    against this process's database settings."""
     env = {**os.environ, "DEBUG": "true" if debug else "false", "PYTHONPATH": str(REPO)}
-    daphne = Path(sys.executable).with_name("daphne")
+    command = SERVER_COMMANDS[server](port)
+    command[0] = str(Path(sys.executable).with_name(command[0]))
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [
-                str(daphne),
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "-v",
-                "0",
-                "memoryapp.asgi:application",
-            ],
-            cwd=REPO,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
+            command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT
         )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"daphne exited with {proc.returncode}:\n{log.read_text()}")
+            raise SystemExit(f"{server} exited with {proc.returncode}:\n{log.read_text()}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
                 return proc
         except OSError:
             time.sleep(0.1)
     proc.kill()
-    raise SystemExit(f"daphne did not listen on port {port} within 30 s:\n{log.read_text()}")
+    raise SystemExit(f"{server} did not listen on port {port} within 30 s:\n{log.read_text()}")
 
 
 def report(rows: list[tuple[str, Sample]]) -> dict[str, float]:
@@ -248,6 +250,12 @@ def main() -> int:
     parser.add_argument(
         "--debug", action="store_true", help="serve with DEBUG=true like ./dev serve"
     )
+    parser.add_argument(
+        "--server",
+        choices=["uvicorn", "daphne", "both"],
+        default="both",
+        help="the ASGI server to measure over HTTP (uvicorn is what ./dev serve runs)",
+    )
     args = parser.parse_args()
 
     with throwaway_database(args.database, args.postgres_url) as label:
@@ -287,27 +295,29 @@ def main() -> int:
         from django.db import connections
 
         connections.close_all()  # let the server take the SQLite write lock freely
-        with tempfile.TemporaryDirectory(prefix="bench-daphne-") as tmp:
-            port = free_port()
-            server = start_daphne(port, Path(tmp) / "daphne.log", args.debug)
-            try:
-                http_api = HttpApi(port, api.key)
-                mode = "DEBUG=true" if args.debug else "DEBUG=false"
-                measure(
-                    f"HTTP (daphne on 127.0.0.1:{port}, {mode}, keep-alive)",
-                    http_api.call,
-                    big,
-                    small,
-                    args.messages,
-                    args.iterations,
-                    server.pid,
-                )
-            finally:
-                server.terminate()
+        servers = ["uvicorn", "daphne"] if args.server == "both" else [args.server]
+        for name in servers:
+            with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmp:
+                port = free_port()
+                server = start_server(name, port, Path(tmp) / "server.log", args.debug)
                 try:
-                    server.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    server.kill()
+                    http_api = HttpApi(port, api.key)
+                    mode = "DEBUG=true" if args.debug else "DEBUG=false"
+                    measure(
+                        f"HTTP ({name} on 127.0.0.1:{port}, {mode}, keep-alive)",
+                        http_api.call,
+                        big,
+                        small,
+                        args.messages,
+                        args.iterations,
+                        server.pid,
+                    )
+                finally:
+                    server.terminate()
+                    try:
+                        server.wait(timeout=10)
+                    except subprocess.TimeoutExpired:
+                        server.kill()
     return 0
 
 

@@ -14,6 +14,7 @@ playground.consumers forwards each to the browser as ``{"event", "threadId", "da
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -33,13 +34,63 @@ def thread_group(thread_id: uuid.UUID | str) -> str:
     return f"thread.{thread_id}"
 
 
+class _LoopSender:
+    """Hands broadcasts from worker threads to the server's event loop, in order.
+
+    When HTTP requests run on a thread pool (memoryapp.asgi), the channel layer lives on
+    the server's event loop, not in the request's thread. Sending from the thread with
+    async_to_sync would start a new event loop per event (and the in-memory layer's queues
+    must only be touched from their own loop), so events are queued to one task on the
+    server loop that sends them one by one: the request never waits for the send, and
+    events of one process keep their order (a chat reply's pieces arrive in sequence).
+    """
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.queue: asyncio.Queue[tuple[str, dict[str, Any]]] | None = None
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Use ``loop`` (the running server loop) from now on; idempotent."""
+        if self.loop is loop:
+            return
+        self.loop = loop
+        self.queue = asyncio.Queue()
+        loop.create_task(self._drain(self.queue))
+
+    async def _drain(self, queue: asyncio.Queue[tuple[str, dict[str, Any]]]) -> None:
+        while True:
+            group, payload = await queue.get()
+            layer = get_channel_layer()
+            if layer is None:
+                continue
+            try:
+                await layer.group_send(group, payload)
+            except Exception:  # best-effort, as below
+                logger.exception("broadcast of %s to %s failed", payload.get("event"), group)
+
+    def submit(self, group: str, payload: dict[str, Any]) -> bool:
+        """Queue the event for the bound server loop; False if none is bound (then the
+        caller sends it itself, as in tests and management commands)."""
+        loop, queue = self.loop, self.queue
+        if loop is None or queue is None or loop.is_closed():
+            return False
+        loop.call_soon_threadsafe(queue.put_nowait, (group, payload))
+        return True
+
+
+loop_sender = _LoopSender()
+
+
 def _send_now(thread_id: uuid.UUID | str, event: str, data: dict[str, Any]) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
     payload = {"type": "thread.event", "event": event, "threadId": str(thread_id), "data": data}
+    group = thread_group(thread_id)
+    if loop_sender.submit(group, payload):
+        return
     try:
-        async_to_sync(layer.group_send)(thread_group(thread_id), payload)
+        async_to_sync(layer.group_send)(group, payload)
     except Exception:  # a live update is best-effort; the write already committed
         logger.exception("broadcast of %s for thread %s failed", event, thread_id)
 

@@ -58,8 +58,6 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "memoryapp.middleware.ApiJsonErrorsMiddleware",
-    # Last on purpose: see its docstring (one sync/async hand-off per request, not ~30).
-    "memoryapp.middleware.SyncChainMiddleware",
 ]
 
 ROOT_URLCONF = "memoryapp.urls"
@@ -95,7 +93,7 @@ if DATABASE_URL:
         # connections across threads instead.
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
             "min_size": env_int("DATABASE_POOL_MIN", 2),
-            "max_size": env_int("DATABASE_POOL_MAX", 20),
+            "max_size": env_int("DATABASE_POOL_MAX", 32),
             "timeout": env_float("DATABASE_POOL_TIMEOUT", 30.0),
         }
 else:
@@ -115,6 +113,10 @@ else:
             },
             # A file (not :memory:) so threads and the browser tests' server process share
             # it; one per test run, so runs side by side never write the same file.
+            # Served from a pool of long-lived threads (memoryapp.asgi): keep each
+            # thread's connection instead of opening one per request.
+            "CONN_MAX_AGE": env_int("CONN_MAX_AGE", 600),
+            "CONN_HEALTH_CHECKS": True,
             "TEST": {
                 "NAME": env_str(
                     "SQLITE_TEST_PATH",
@@ -125,6 +127,10 @@ else:
     }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Threads that run HTTP requests (memoryapp.asgi); a chat turn or a compaction's model
+# call holds one for its duration.
+HTTP_WORKER_THREADS = env_int("HTTP_WORKER_THREADS", 32)
 
 # --- Channels (live updates) ------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "")

@@ -1,7 +1,7 @@
-"""Browser tests: Playwright driving Debian's chromium against a real daphne server.
+"""Browser tests: Playwright driving Debian's chromium against a real server.
 
-The server is channels' DaphneProcess (the same one ChannelsLiveServerTestCase uses) in
-a child process on the test database, so HTTP, static files and WebSockets behave as in
+The server is uvicorn serving memoryapp.asgi, as ``./dev serve`` runs it, in a forked
+child process on the test database, so HTTP, static files and WebSockets behave as in
 production. The browser is /usr/bin/chromium, never a downloaded build; without it these
 tests are skipped with a message saying how to install it.
 
@@ -10,9 +10,12 @@ Screenshots go to ``test-output/`` at the project root (or $TEST_OUTPUT_DIR).
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import socket
+import time
+import urllib.request
 from collections.abc import Iterator
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -64,20 +67,41 @@ def _configure_server(database_name: str) -> None:
     settings.MEMORY_LLM_ADAPTER = "offline"
 
 
+def _serve(database_name: str, sock: socket.socket) -> None:
+    """The server process: uvicorn (as ``./dev serve`` runs it) on the inherited socket."""
+    import importlib
+
+    import uvicorn
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+    _configure_server(database_name)
+    # A fresh application: the parent may have imported memoryapp.asgi, and its HTTP
+    # thread pool must not be shared across a fork.
+    import memoryapp.asgi
+
+    importlib.reload(memoryapp.asgi)
+    app = ASGIStaticFilesHandler(memoryapp.asgi.application)
+    config = uvicorn.Config(app, fd=sock.fileno(), log_level="warning", lifespan="off")
+    uvicorn.Server(config).run()
+
+
 @pytest.fixture(scope="package")
 def live_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
-    """Base URL of a daphne server (child process) serving the ASGI app on the test DB.
+    """Base URL of a uvicorn server (child process) serving memoryapp.asgi on the test DB.
 
-    Data the tests create must be committed to be seen here: use ``transactional_db``.
-    Package-scoped: stopped when the browser tests are done, so the rest of the suite
-    does not run beside it (and PostgreSQL can drop the test database at the end).
+    The same server and application as ``./dev serve``; static files through Django's
+    ASGI static handler, as runserver would. Data the tests create must be committed to
+    be seen here: use ``transactional_db``. Package-scoped: stopped when the browser tests
+    are done, so the rest of the suite does not run beside it (and PostgreSQL can drop the
+    test database at the end).
     """
-    from channels.testing.live import make_application
-    from daphne.testing import DaphneProcess
-    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
     from django.db import connection, connections
 
-    get_application = partial(make_application, static_wrapper=ASGIStaticFilesHandler)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    port = sock.getsockname()[1]
     with django_db_blocker.unblock():
         database_name = str(connection.settings_dict["NAME"])
         # The child is forked: it must not share the parent's open database sockets, and
@@ -90,20 +114,27 @@ def live_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
             close_pool = getattr(conn, "close_pool", None)
             if close_pool is not None:
                 close_pool()
-        process = DaphneProcess(
-            "127.0.0.1", get_application, setup=partial(_configure_server, database_name)
+        process = multiprocessing.get_context("fork").Process(
+            target=_serve, args=(database_name, sock), daemon=True
         )
         process.start()
-    # Poll so a server that dies on start-up fails the session at once, with its error.
-    for _ in range(SERVER_START_TIMEOUT_S):
-        if process.ready.wait(timeout=1) or not process.is_alive():
-            break
-    if not process.ready.is_set():
-        error = "" if process.errors.empty() else process.errors.get(timeout=1)[1]
-        process.terminate()
-        raise RuntimeError(f"daphne did not start\n{error}")
+    sock.close()  # the child holds its own copy
+    url = f"http://127.0.0.1:{port}"
+    # Poll so a server that dies on start-up fails at once instead of timing out.
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/login/", timeout=2) as resp:
+                if resp.status == 200:
+                    break
+        except OSError:
+            pass
+        if not process.is_alive() or time.monotonic() > deadline:
+            process.terminate()
+            raise RuntimeError(f"the test server did not start (exit code {process.exitcode})")
+        time.sleep(0.1)
     try:
-        yield f"http://127.0.0.1:{process.port.value}"
+        yield url
     finally:
         process.terminate()
         process.join(timeout=10)

@@ -1,6 +1,6 @@
 """The dashboard and playground in a real browser (issue 4, "Must show": browser tests).
 
-Headless Debian chromium driven by Playwright against a daphne server on the test
+Headless Debian chromium driven by Playwright against a uvicorn server on the test
 database (tests/e2e/conftest.py). The user logs in through the login form; data the
 server must see is committed (``transactional_db``). Waits are Playwright's auto-waiting
 ``expect(...)`` with a timeout, never sleep-and-check. "Without reload" is checked with a
