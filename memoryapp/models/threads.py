@@ -98,7 +98,12 @@ class Message(models.Model):
         TOOL = "tool"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="messages")
+    # No index of its own: the (thread, sequence_number) unique index leads with thread_id
+    # and serves every look-up by thread; a second one only slowed inserts and, with stale
+    # statistics, tempted PostgreSQL away from the ordered index.
+    thread = models.ForeignKey(
+        Thread, on_delete=models.CASCADE, related_name="messages", db_index=False
+    )
     sequence_number = models.PositiveBigIntegerField()
     role = models.CharField(max_length=10, choices=Role.choices)
     content = models.TextField()
