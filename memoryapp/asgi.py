@@ -14,6 +14,7 @@ server loop (memoryapp.events.loop_sender).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from typing import Any
 
@@ -38,10 +39,74 @@ _pooled_http = WSGIMiddleware(
 )
 
 
+# Largest body read at all; Django refuses anything over DATA_UPLOAD_MAX_MEMORY_SIZE with
+# its own 413 (memoryapp.api), so this only stops a client from filling memory.
+MAX_BODY_BYTES = int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE) + 1024 * 1024
+TOO_LARGE = json.dumps(
+    {
+        "error": "Payload too large",
+        "issues": [{"path": [], "message": "Request body is too large", "code": "body_too_large"}],
+    }
+).encode()
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+async def _read_body(receive: Any) -> bytes | None:
+    """The whole request body, read on the event loop; None if the client went away.
+
+    Raises _BodyTooLarge past MAX_BODY_BYTES (nothing more is read then).
+    """
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise _BodyTooLarge()
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
 async def http_application(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    """HTTP through the thread pool; binds the event sender to this server loop first."""
+    """HTTP through the thread pool, once the whole body has arrived.
+
+    The body is read here, on the event loop, as Django's own ASGI handler does: a pool
+    thread is taken only by a request that is ready to run, so clients that upload slowly
+    (or stall mid-body) cost a coroutine each, never one of the HTTP_WORKER_THREADS.
+    Also binds the live-update sender to this server loop.
+    """
     loop_sender.bind(asyncio.get_running_loop())
-    await _pooled_http(scope, receive, send)  # type: ignore[arg-type]
+    try:
+        body = await _read_body(receive)
+    except _BodyTooLarge:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [(b"content-type", b"application/json"), (b"connection", b"close")],
+            }
+        )
+        await send({"type": "http.response.body", "body": TOO_LARGE})
+        return
+    if body is None:  # the client left before sending its whole request
+        return
+    delivered = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()  # after the body: only http.disconnect can come
+
+    await _pooled_http(scope, replay, send)  # type: ignore[arg-type]
 
 
 application = ProtocolTypeRouter(

@@ -392,7 +392,11 @@ def message_list(
     ``order`` ("asc" | "desc"), then cuts at ``limit`` (DESIGN.md section 6 item 8).
     Returns ``{"messages": [...], "total", "hasMore"}``; ``total`` counts every row of the
     thread ignoring the cursor, ``hasMore`` whether rows beyond this page match the filter.
-    One query, served by the (thread, sequence_number) unique index whatever the length.
+    One query for the rows (the thread row was read by the caller), served by the
+    (thread, sequence_number) unique index whatever the length. ``total`` comes from the
+    thread row's counter; a row appended between the two reads can be on the page, and
+    since numbers have no gaps ``total`` is then raised to the highest number seen, so it
+    never reads less than the rows the page holds.
     """
     qs = Message.objects.filter(thread=thread)
     if before is not None:
@@ -401,9 +405,10 @@ def message_list(
         qs = qs.filter(sequence_number__gt=after)
     qs = qs.order_by("sequence_number" if order == "asc" else "-sequence_number")
     rows = list(qs[: limit + 1])
+    highest = max((m.sequence_number for m in rows), default=0)
     return {
         "messages": [message_to_dict(m) for m in rows[:limit]],
-        "total": thread.message_total,
+        "total": max(thread.message_total, highest),
         "hasMore": len(rows) > limit,
     }
 

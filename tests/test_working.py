@@ -348,3 +348,16 @@ def test_it_reports_no_duration_for_one_message(thread: Thread) -> None:
     append(thread)
 
     assert working.thread_stats(thread=fresh(thread))["sessionDuration"] is None
+
+
+def test_it_never_reports_a_total_below_the_rows_on_the_page(project: Project) -> None:
+    thread = working.thread_create(project=project, dataset="d")
+    for text in ("one", "two"):
+        working.message_append(thread=thread, role="user", content=text)
+    stale = Thread.objects.get(pk=thread.pk)  # read before the next append, as a racing list would
+    working.message_append(thread=thread, role="user", content="three")
+
+    page = working.message_list(thread=stale, order="desc", limit=10)
+
+    assert [m["sequenceNumber"] for m in page["messages"]] == [3, 2, 1]
+    assert page["total"] == 3
