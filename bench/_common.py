@@ -8,6 +8,7 @@ models: ``throwaway_database`` sets the environment the settings module reads, t
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import secrets
@@ -26,6 +27,9 @@ REPO = Path(__file__).resolve().parent.parent
 BASE = "/v1/memory/working"
 # The DB the throwaway PostgreSQL database is created from (CREATE/DROP DATABASE run there).
 DEFAULT_POSTGRES_URL = "postgres://postgres@127.0.0.1:5432/postgres"
+# The LoCoMo conversations (evaluation data, never copied into this repo) live in the
+# shared folder beside the project's checkout; LOCOMO_DATA overrides.
+LOCOMO_DATA = Path(os.environ.get("LOCOMO_DATA", REPO.parent / "shared" / "data" / "locomo"))
 
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
@@ -170,3 +174,20 @@ def analyze_tables() -> None:
 
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
+
+
+def locomo_arguments(doc: str | None) -> argparse.Namespace:
+    """Parse the options every LoCoMo bench takes: --database, --postgres-url, --data."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0] if doc else None)
+    parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES_URL)
+    parser.add_argument("--data", type=Path, default=LOCOMO_DATA)
+    return parser.parse_args()
+
+
+def conversation_files(data: Path) -> list[Path]:
+    """The conv-*.json files under ``data``, sorted; exits with status 2 when there are none."""
+    files = sorted(data.glob("conv-*.json"))
+    if not files:
+        raise SystemExit(f"no conv-*.json in {data} (set LOCOMO_DATA or pass --data)")
+    return files

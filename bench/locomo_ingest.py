@@ -30,7 +30,6 @@ messages/s and compaction counts; exits 1 on any violation.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -39,9 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _common import BASE, DEFAULT_POSTGRES_URL, Api, percentile, throwaway_database
+from _common import BASE, Api, conversation_files, locomo_arguments, percentile, throwaway_database
 
-DEFAULT_DATA = Path("/work/shared/data/locomo")
 THRESHOLD = 30
 PAGE = 100
 
@@ -214,16 +212,8 @@ def check(api: Api, result: Ingested) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
-    parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES_URL)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    args = parser.parse_args()
-
-    files = sorted(args.data.glob("conv-*.json"))
-    if not files:
-        print(f"no conv-*.json in {args.data}", file=sys.stderr)
-        return 2
+    args = locomo_arguments(__doc__)
+    files = conversation_files(args.data)
     conversations = [load(f) for f in files]
 
     with throwaway_database(args.database, args.postgres_url) as label:

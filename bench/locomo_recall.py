@@ -24,7 +24,6 @@ offline model, no network. Exits 0 after printing.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -32,9 +31,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from _common import DEFAULT_POSTGRES_URL, percentile, throwaway_database
+from _common import conversation_files, locomo_arguments, percentile, throwaway_database
 
-DEFAULT_DATA = Path("/work/shared/data/locomo")
 KS = (5, 10, 20)
 REFERENCE = {5: 0.521, 10: 0.578, 20: 0.626}
 
@@ -77,15 +75,8 @@ def ingest(path: Path) -> tuple[dict[str, str], list[Question]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
-    parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES_URL)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    args = parser.parse_args()
-    files = sorted(args.data.glob("conv-*.json"))
-    if not files:
-        print(f"no conv-*.json in {args.data}", file=sys.stderr)
-        return 1
+    args = locomo_arguments(__doc__)
+    files = conversation_files(args.data)
 
     with throwaway_database(args.database, args.postgres_url) as label:
         from memoryapp.models import Project

@@ -25,15 +25,13 @@ not offline.py's scoring rules, so the summariser is not graded by its own yards
 
 from __future__ import annotations
 
-import argparse
 import re
 import statistics
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
-from _common import DEFAULT_POSTGRES_URL, Api, throwaway_database
-from locomo_ingest import DEFAULT_DATA, all_rows, ingest, load
+from _common import Api, conversation_files, locomo_arguments, throwaway_database
+from locomo_ingest import all_rows, ingest, load
 
 from memoryapp.tokens import count_tokens
 
@@ -132,16 +130,8 @@ def measure(api: Api, conversation_id: str, thread_id: str, turns: list[tuple[st
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
-    parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES_URL)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    args = parser.parse_args()
-
-    files = sorted(args.data.glob("conv-*.json"))
-    if not files:
-        print(f"no conv-*.json in {args.data}", file=sys.stderr)
-        return 2
+    args = locomo_arguments(__doc__)
+    files = conversation_files(args.data)
     conversations = [load(f) for f in files]
 
     with throwaway_database(args.database, args.postgres_url) as label:
