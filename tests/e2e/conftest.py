@@ -75,6 +75,19 @@ def _serve(database_name: str, sock: socket.socket) -> None:
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
     _configure_server(database_name)
+    # Fresh channel layers: with REDIS_URL, the parent's layer holds connections made on
+    # the parent's event loops, which a forked child must not reuse.
+    from channels.layers import channel_layers
+
+    channel_layers.backends = {}
+    # And a fresh thread for asgiref's thread-sensitive calls (database_sync_to_async in
+    # the WebSocket consumer): if the parent ever used it, the forked copy believes a
+    # worker thread exists that the fork did not bring along, and every call would hang.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from asgiref.sync import SyncToAsync
+
+    SyncToAsync.single_thread_executor = ThreadPoolExecutor(max_workers=1)
     # A fresh application: the parent may have imported memoryapp.asgi, and its HTTP
     # thread pool must not be shared across a fork.
     import memoryapp.asgi
