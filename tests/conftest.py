@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -96,3 +97,31 @@ def offline_model(settings: Any) -> Iterator[None]:
     """Every test runs on the offline adapter unless it says otherwise, even with a key set."""
     settings.MEMORY_LLM_ADAPTER = "offline"
     yield
+
+
+def at(iso: str) -> datetime:
+    """``"2026-08-16T09:14:02.114Z"`` as an aware datetime."""
+    return datetime.fromisoformat(iso.replace("Z", "+00:00"))
+
+
+class Clock:
+    """A settable stand-in for django.utils.timezone.now."""
+
+    def __init__(self) -> None:
+        self.now = at("2026-08-16T09:00:00.000Z")
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def set(self, iso: str) -> None:
+        self.now = at(iso)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[Clock]:
+    """Freeze django.utils.timezone.now at 2026-08-16T09:00:00Z; move it with .now / .set()."""
+    from django.utils import timezone
+
+    fake = Clock()
+    monkeypatch.setattr(timezone, "now", fake)
+    yield fake

@@ -12,45 +12,19 @@ import hashlib
 import json
 import re
 import uuid
-from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.test import Client
 
 from memoryapp.models import ApiKey, Message, Project, Thread
-from tests.conftest import BASE, Api
+from tests.conftest import BASE, Api, Clock, at
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 ISO_MS_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 
-def at(iso: str) -> datetime:
-    """``"2026-08-16T09:14:02.114Z"`` as an aware datetime."""
-    return datetime.fromisoformat(iso.replace("Z", "+00:00"))
-
-
-class Clock:
-    """A settable stand-in for django.utils.timezone.now."""
-
-    def __init__(self) -> None:
-        self.now = at("2026-08-16T09:00:00.000Z")
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def set(self, iso: str) -> None:
-        self.now = at(iso)
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[Clock]:
-    from django.utils import timezone
-
-    fake = Clock()
-    monkeypatch.setattr(timezone, "now", fake)
-    yield fake
 
 
 def messages_url(thread_id: str) -> str:

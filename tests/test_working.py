@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -12,29 +11,7 @@ import pytest
 from memoryapp import compaction, working
 from memoryapp.errors import IdempotencyConflict, InvalidInput, ThreadNotFound
 from memoryapp.models import Message, Project, Thread, ThreadTag
-
-
-def at(iso: str) -> datetime:
-    return datetime.fromisoformat(iso.replace("Z", "+00:00"))
-
-
-class Clock:
-    """A settable stand-in for django.utils.timezone.now."""
-
-    def __init__(self) -> None:
-        self.now = at("2026-08-16T09:00:00.000Z")
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[Clock]:
-    from django.utils import timezone
-
-    fake = Clock()
-    monkeypatch.setattr(timezone, "now", fake)
-    yield fake
+from tests.conftest import Clock, at
 
 
 @pytest.fixture
