@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
@@ -514,8 +513,3 @@ def thread_stats(*, thread: Thread) -> dict[str, Any]:
         "lastActivityAt": iso_ms(thread.last_activity),
         "compaction": compaction_state(thread),
     }
-
-
-def max_content_bytes() -> int:
-    """The content size limit in UTF-8 bytes (setting MEMORY_MAX_CONTENT_BYTES)."""
-    return int(settings.MEMORY_MAX_CONTENT_BYTES)
