@@ -1,11 +1,16 @@
 """The memory domain's models (DESIGN.md section 4)."""
 
+from memoryapp.models.episodes import Episode
 from memoryapp.models.projects import ApiKey, Membership, Project
+from memoryapp.models.semantic import Entity, Fact
 from memoryapp.models.threads import Message, Thread, ThreadTag
 from memoryapp.models.usage import Turn, UsageLine
 
 __all__ = [
     "ApiKey",
+    "Entity",
+    "Episode",
+    "Fact",
     "Membership",
     "Message",
     "Project",

@@ -23,6 +23,10 @@ class Project(models.Model):
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=100, unique=True)
     created = models.DateTimeField(default=timezone.now)
+    # Minutes of silence after which a thread is ended automatically (an episode job is
+    # queued for its new messages); None follows MEMORY_AUTO_END_IDLE_MINUTES, 0 is off
+    # (memoryapp.episodic.threads_end_idle).
+    auto_end_idle_minutes = models.PositiveIntegerField(null=True, blank=True)
     members: models.ManyToManyField[Any, Any] = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="projects"
     )

@@ -49,6 +49,10 @@ class Thread(models.Model):
     # Set while an automatic compaction run holds the thread's model call, so appends that
     # arrive during that call do not each start (and pay for) a run that would lose.
     compaction_lease_until = models.DateTimeField(null=True, blank=True)
+    # The last sequence number end() has handed to an episode job (0: none yet), taken
+    # under the thread's row lock, so two end() calls never queue the same range
+    # (memoryapp.episodic.thread_end).
+    episode_through = models.PositiveBigIntegerField(default=0)
 
     class Meta:
         indexes = [
