@@ -35,6 +35,9 @@ class Episode(models.Model):
     to_sequence = models.PositiveBigIntegerField()
     title = models.CharField(max_length=200)
     summary = models.TextField()
+    # Ids (strings) of the raw messages the summary quotes or paraphrases, in range order:
+    # what an episode cites as its evidence (recall), never its whole range.
+    quoted_message_ids = models.JSONField(default=list)
     # The adapter's model that wrote the summary and extraction ("offline-extractive", ...).
     model = models.CharField(max_length=200, blank=True, default="")
     created = models.DateTimeField(default=timezone.now)
