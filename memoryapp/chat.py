@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 
-from memoryapp import events, llm, working
+from memoryapp import compaction, events, llm, serializers, working
 from memoryapp.errors import ModelCallFailed
 from memoryapp.llm.port import ModelError, Usage
 from memoryapp.models import Message, Thread, Turn, UsageLine
@@ -176,7 +176,7 @@ def chat_turn(
 
     # 1. The user message, stored before any model call (spec 002).
     step = time.perf_counter()
-    appended = working.message_append(thread=thread, role="user", content=content)
+    appended = compaction.message_append_compacting(thread=thread, role="user", content=content)
     timings["appendMs"] = _ms(step)
     user_message = appended.message
     turn = Turn.objects.create(
@@ -194,7 +194,7 @@ def chat_turn(
 
     # 2. The working context window.
     step = time.perf_counter()
-    prepared = working.prepare(thread=fresh, message_limit=message_limit)
+    prepared = serializers.window_to_dict(working.prepare(thread=fresh, message_limit=message_limit))
     timings["prepareMs"] = _ms(step)
 
     # 3. Long-term memory; failure is non-fatal (spec 002).
@@ -298,7 +298,7 @@ def chat_turn(
             input_tokens=count_tokens(instruction) + sum(count_tokens(m["content"]) for m in messages),
             output_tokens=count_tokens(text),
         )
-    reply = working.message_append(
+    reply = compaction.message_append_compacting(
         thread=fresh,
         role="assistant",
         content=text,

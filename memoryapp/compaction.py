@@ -21,56 +21,24 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from memoryapp import events, llm
+from memoryapp import events, llm, working
 from memoryapp.errors import ModelCallFailed, ThreadNotFound
 from memoryapp.llm.port import ModelError, TranscriptMessage
-from memoryapp.models import Message, Thread
+from memoryapp.models import Message, Project, Thread
+from memoryapp.results import AppendOutcome, AutoCompaction, CompactionResult
 
 logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3
 # Runs one tripping append may make to catch up with appends that arrived during its run.
 MAX_CATCH_UP_RUNS = 5
-
-
-@dataclass(frozen=True)
-class CompactionResult:
-    """One committed run: the new summary row and the ordinary messages it folded.
-
-    ``compacted_count``, ``from_sequence`` and ``to_sequence`` describe only the ordinary
-    messages folded in this run, not the previous summary (DESIGN.md section 6 item 3).
-    """
-
-    summary: Message
-    compacted_count: int
-    from_sequence: int
-    to_sequence: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """The 200 body of POST .../compact when something was folded (spec 002)."""
-        return {
-            "threadId": str(self.summary.thread_id),
-            "summaryMessageId": str(self.summary.id),
-            "compactedCount": self.compacted_count,
-            "fromSequence": self.from_sequence,
-            "toSequence": self.to_sequence,
-        }
-
-
-NOTHING_TO_COMPACT: dict[str, Any] = {
-    "ok": True,
-    "compacted": False,
-    "message": "Nothing to compact",
-}
 
 
 class _LostRace(Exception):
@@ -186,7 +154,7 @@ def _run_once(
             summary=summary_row, compacted_count=len(fold_ids), from_sequence=first, to_sequence=last
         )
         events.message_appended(summary_row)
-        events.thread_compacted(locked, result.to_dict())
+        events.thread_compacted(result)
     return result
 
 
@@ -252,11 +220,11 @@ def _due_again(thread_id: uuid.UUID) -> int | None:
     )
 
 
-def auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> bool:
-    """Compaction tripped by an append (spec 000: keepLast 1). True if a run committed.
+def auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> AutoCompaction:
+    """Compaction tripped by an append (spec 000: keepLast 1); the runs that committed.
 
     Only one automatic run per thread calls the model at a time: an append that trips
-    while another run holds the thread's lease returns False at once. The holder catches
+    while another run holds the thread's lease returns no runs at once. The holder catches
     up for them: after each committed run (and after releasing the lease, so no append
     falls between the check and the release) it looks again, and while appends made
     during the run have brought the count back to the threshold it runs again, keeping
@@ -265,9 +233,10 @@ def auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> bool:
     block compaction for good.
 
     Never raises for a model failure: the append already succeeded, the failure is
-    recorded on the thread, and the next append tries again.
+    recorded on the thread and returned as ``error``, and the next append tries again.
     """
-    compacted = False
+    runs: list[CompactionResult] = []
+    error: str | None = None
     keep_from: int | None = keep_from_sequence
     for _ in range(MAX_CATCH_UP_RUNS):
         if keep_from is None:
@@ -277,8 +246,9 @@ def auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> bool:
             break
         try:
             result = compact(thread_id=thread_id, keep_from_sequence=keep_from, require_threshold=True)
-        except ModelCallFailed:
+        except ModelCallFailed as exc:
             logger.warning("auto-compaction of thread %s failed", thread_id, exc_info=True)
+            error = f"{exc.kind}: {exc}"
             break
         except ThreadNotFound:
             break
@@ -288,6 +258,48 @@ def auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> bool:
             )
         if result is None:
             break
-        compacted = True
+        runs.append(result)
         keep_from = _due_again(thread_id)
-    return compacted
+    return AutoCompaction(runs=tuple(runs), error=error)
+
+
+def message_append_compacting(
+    *,
+    thread: Thread | str | uuid.UUID,
+    project: Project | None = None,
+    role: str,
+    content: str,
+    tokens: dict[str, int] | None = None,
+    model: str | None = None,
+    latency_ms: int | None = None,
+    metadata: dict[str, str] | None = None,
+    idempotency_key: str | None = None,
+) -> AppendOutcome:
+    """Append a message, then run the auto-compaction it tripped (spec 002 POST messages;
+    DESIGN.md section 6 item 2). What /v1 and the chat turn call to append.
+
+    Arguments, errors and guarantees are those of memoryapp.working.message_append; the
+    run starts after the append committed, so a failed run never fails the append (its
+    error is in ``compaction.error`` and on the thread). When a run committed, the message
+    is marked ``triggered_compaction`` so an idempotent replay answers the same
+    ``compacted`` flag.
+    """
+    appended = working.message_append(
+        thread=thread,
+        project=project,
+        role=role,
+        content=content,
+        tokens=tokens,
+        model=model,
+        latency_ms=latency_ms,
+        metadata=metadata,
+        idempotency_key=idempotency_key,
+    )
+    message = appended.message
+    if not appended.compaction_due:
+        return AppendOutcome(message=message, replayed=appended.replayed, compaction=None)
+    outcome = auto_compact(thread_id=message.thread_id, keep_from_sequence=message.sequence_number)
+    if outcome.committed:
+        Message.objects.filter(pk=message.pk).update(triggered_compaction=True)
+        message.triggered_compaction = True
+    return AppendOutcome(message=message, replayed=False, compaction=outcome)

@@ -23,8 +23,11 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
+from memoryapp import serializers
+
 if TYPE_CHECKING:
     from memoryapp.models import Message, Thread
+    from memoryapp.results import CompactionResult
 
 logger = logging.getLogger(__name__)
 
@@ -102,14 +105,12 @@ def broadcast(thread_id: uuid.UUID | str, event: str, data: dict[str, Any]) -> N
 
 def message_appended(message: Message) -> None:
     """A message (or summary) row was stored."""
-    from memoryapp.working import message_to_dict
-
-    broadcast(message.thread_id, "message.appended", message_to_dict(message))
+    broadcast(message.thread_id, "message.appended", serializers.message_to_dict(message))
 
 
-def thread_compacted(thread: Thread, result: dict[str, Any]) -> None:
-    """A compaction run committed; ``result`` is the compact response body."""
-    broadcast(thread.pk, "thread.compacted", result)
+def thread_compacted(result: CompactionResult) -> None:
+    """A compaction run committed; the event carries the compact response body."""
+    broadcast(result.summary.thread_id, "thread.compacted", serializers.compaction_to_dict(result))
 
 
 def compaction_failed(thread_id: uuid.UUID, error: str) -> None:
@@ -119,9 +120,7 @@ def compaction_failed(thread_id: uuid.UUID, error: str) -> None:
 
 def thread_changed(thread: Thread) -> None:
     """Thread settings (dataset, tags, metadata, threshold) changed."""
-    from memoryapp.working import thread_to_dict
-
-    broadcast(thread.pk, "thread.changed", thread_to_dict(thread))
+    broadcast(thread.pk, "thread.changed", serializers.thread_to_dict(thread))
 
 
 def thread_deleted(thread_id: uuid.UUID) -> None:

@@ -1,11 +1,12 @@
 """Working memory: threads, append, list, prepare, stats (spec 000 and 002).
 
-Pure SQL: nothing here calls a model. The one exception is that an append which trips
-auto-compaction hands over to memoryapp.compaction *after* its own transaction commits.
+Pure SQL: nothing here calls a model or starts compaction. An append reports whether it
+brought the thread to its autoCompactThreshold (AppendResult.compaction_due); the caller
+starts the run, through memoryapp.compaction.message_append_compacting.
 
 Every write owns its transaction; callers pass keyword arguments and get model instances
-or plain dicts back. Broadcasting live events happens here (through memoryapp.events) and
-nowhere else in the request path.
+or the typed values of memoryapp.results back (memoryapp.serializers makes them JSON).
+Live events are sent through memoryapp.events after commit.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import base64
 import binascii
 import logging
 import uuid
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,7 +25,16 @@ from django.utils import timezone
 from memoryapp import events
 from memoryapp.errors import IdempotencyConflict, InvalidInput, ThreadNotFound
 from memoryapp.models import Message, Project, Thread, ThreadTag
-from memoryapp.timefmt import iso_ms
+from memoryapp.results import (
+    AppendResult,
+    CompactionState,
+    ContextMessage,
+    ContextWindow,
+    MessagePage,
+    ThreadStats,
+    TokenUsage,
+    WindowSummary,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -36,36 +45,6 @@ PREPARE_ATTEMPTS = 3
 
 
 # --- Threads ------------------------------------------------------------------------------
-
-
-def thread_to_dict(thread: Thread) -> dict[str, Any]:
-    """The thread resource of the /v1 API (camelCase, DESIGN.md section 5)."""
-    return {
-        "threadId": str(thread.id),
-        "dataset": thread.dataset,
-        "tags": list(thread.tags),
-        "metadata": thread.metadata,
-        "autoCompactThreshold": thread.auto_compact_threshold,
-        "createdAt": iso_ms(thread.created),
-        "lastActivityAt": iso_ms(thread.last_activity),
-        "totalMessages": thread.message_total,
-        "compaction": compaction_state(thread),
-    }
-
-
-def compaction_state(thread: Thread) -> dict[str, Any]:
-    """Compaction bookkeeping of a thread: runs so far, the active summary, the last failure.
-
-    ``lastError`` stays set until a later run succeeds (spec 000 "Compaction"; DESIGN.md
-    section 6 item 4: a failed run is recorded on the thread).
-    """
-    return {
-        "count": thread.compaction_count,
-        "activeSummaryId": str(thread.active_summary_id) if thread.active_summary_id else None,
-        "lastCompactedAt": iso_ms(thread.last_compacted_at),
-        "lastError": thread.last_compaction_error or None,
-        "lastErrorAt": iso_ms(thread.last_compaction_error_at),
-    }
 
 
 def _clean_tags(tags: list[str]) -> list[str]:
@@ -157,12 +136,19 @@ def thread_update(*, thread: Thread, changes: dict[str, Any]) -> Thread:
 
 
 def thread_delete(*, thread: Thread) -> None:
-    """Delete the thread and every message of it, for good."""
+    """Delete the thread and every message of it, for good.
+
+    Raises ThreadNotFound if the thread is already gone, so of two concurrent deletes
+    exactly one succeeds: the first statement writes the thread row (on PostgreSQL it
+    waits for the row lock a concurrent delete holds, then finds no row; on SQLite the
+    IMMEDIATE transactions run one after the other).
+    """
     thread_id = thread.id
     with transaction.atomic():
         # The active summary points back at a message of this thread; clear it first so
         # the cascade never trips a foreign-key check mid-way.
-        Thread.objects.filter(pk=thread_id).update(active_summary=None)
+        if not Thread.objects.filter(pk=thread_id).update(active_summary=None):
+            raise ThreadNotFound()
         Thread.objects.filter(pk=thread_id).delete()
     events.thread_deleted(thread_id)
 
@@ -218,50 +204,6 @@ def thread_list(
 # --- Messages -----------------------------------------------------------------------------
 
 
-def message_to_dict(message: Message) -> dict[str, Any]:
-    """A full message row as GET .../messages returns it (spec 002)."""
-    data: dict[str, Any] = {
-        "messageId": str(message.id),
-        "threadId": str(message.thread_id),
-        "role": message.role,
-        "content": message.content,
-        "sequenceNumber": message.sequence_number,
-        "tokens": message.tokens,
-        "model": message.model,
-        "latencyMs": message.latency_ms,
-        "metadata": message.metadata,
-        "compactedAt": iso_ms(message.compacted_at),
-        "createdAt": iso_ms(message.created_at),
-    }
-    if message.is_summary:
-        data["summary"] = {
-            "fromSequence": message.covers_from_sequence,
-            "toSequence": message.covers_to_sequence,
-        }
-    return data
-
-
-@dataclass(frozen=True)
-class AppendResult:
-    """What message_append did: the stored message, whether it tripped a compaction run
-    that succeeded (``compacted``), and whether this was an idempotent replay."""
-
-    message: Message
-    compacted: bool
-    replayed: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        """The 201 body of POST .../messages (spec 002)."""
-        return {
-            "messageId": str(self.message.id),
-            "threadId": str(self.message.thread_id),
-            "sequenceNumber": self.message.sequence_number,
-            "role": self.message.role,
-            "createdAt": iso_ms(self.message.created_at),
-            "compacted": self.compacted,
-        }
-
-
 def message_append(
     *,
     thread: Thread | str | uuid.UUID,
@@ -274,16 +216,16 @@ def message_append(
     metadata: dict[str, str] | None = None,
     idempotency_key: str | None = None,
 ) -> AppendResult:
-    """Append a message to ``thread`` and return an AppendResult (spec 002, POST messages).
+    """Append a message to ``thread`` and return what was stored (spec 002, POST messages).
 
     The sequence number is taken from the thread row's counter under a row lock
     (select_for_update; on SQLite the IMMEDIATE transaction's write lock), so concurrent
     writers queue and numbers are 1..N with no gaps (DESIGN.md section 6 item 1).
 
     When the insert brings the un-compacted, non-summary count to the thread's
-    autoCompactThreshold, compaction runs after the commit, keeping this message verbatim
-    (keepLast 1). A failed run does not fail the append: ``compacted`` is then False and
-    the error is recorded on the thread (section 6 items 2 and 4).
+    autoCompactThreshold, the result's ``compaction_due`` is True: the caller then runs
+    memoryapp.compaction.auto_compact (message_append_compacting does both; DESIGN.md
+    section 6 item 2). A replay returns the first row with ``replayed`` True.
 
     ``thread`` is a Thread or a thread id. With ``project``, the thread must belong to it:
     the API passes the id and the key's project, so the scoped look-up is the locked read
@@ -314,9 +256,7 @@ def message_append(
                 if existing is not None:
                     if existing.role != role or existing.content != content:
                         raise IdempotencyConflict()
-                    return AppendResult(
-                        message=existing, compacted=existing.triggered_compaction, replayed=True
-                    )
+                    return AppendResult(message=existing, replayed=True)
             sequence = locked.next_sequence
             trips = (
                 locked.auto_compact_threshold is not None
@@ -366,15 +306,7 @@ def message_append(
         # surface it as a conflict rather than a 500.
         raise IdempotencyConflict() from exc
     events.message_appended(message)
-
-    compacted = False
-    if trips:
-        from memoryapp import compaction  # compaction imports this module
-
-        compacted = compaction.auto_compact(thread_id=locked.pk, keep_from_sequence=sequence)
-        if compacted:
-            Message.objects.filter(pk=message.pk).update(triggered_compaction=True)
-    return AppendResult(message=message, compacted=compacted)
+    return AppendResult(message=message, compaction_due=trips)
 
 
 def message_list(
@@ -384,18 +316,17 @@ def message_list(
     before: int | None = None,
     after: int | None = None,
     order: str = "asc",
-) -> dict[str, Any]:
+) -> MessagePage:
     """Raw rows including compacted ones and summaries (spec 002, GET messages).
 
     Filters ``before`` (sequenceNumber < before) and ``after`` (> after), sorts by
     ``order`` ("asc" | "desc"), then cuts at ``limit`` (DESIGN.md section 6 item 8).
-    Returns ``{"messages": [...], "total", "hasMore"}``; ``total`` counts every row of the
-    thread ignoring the cursor, ``hasMore`` whether rows beyond this page match the filter.
-    One query for the rows (the thread row was read by the caller), served by the
-    (thread, sequence_number) unique index whatever the length. ``total`` comes from the
-    thread row's counter; a row appended between the two reads can be on the page, and
-    since numbers have no gaps ``total`` is then raised to the highest number seen, so it
-    never reads less than the rows the page holds.
+    ``total`` counts every row of the thread ignoring the cursor, ``has_more`` whether rows
+    beyond this page match the filter. One query for the rows (the thread row was read by
+    the caller), served by the (thread, sequence_number) unique index whatever the length.
+    ``total`` comes from the thread row's counter; a row appended between the two reads
+    can be on the page, and since numbers have no gaps ``total`` is then raised to the
+    highest number seen, so it never reads less than the rows the page holds.
     """
     qs = Message.objects.filter(thread=thread)
     if before is not None:
@@ -405,24 +336,24 @@ def message_list(
     qs = qs.order_by("sequence_number" if order == "asc" else "-sequence_number")
     rows = list(qs[: limit + 1])
     highest = max((m.sequence_number for m in rows), default=0)
-    return {
-        "messages": [message_to_dict(m) for m in rows[:limit]],
-        "total": max(thread.message_total, highest),
-        "hasMore": len(rows) > limit,
-    }
+    return MessagePage(
+        messages=rows[:limit],
+        total=max(thread.message_total, highest),
+        has_more=len(rows) > limit,
+    )
 
 
 # --- prepare ------------------------------------------------------------------------------
 
 
-def prepare(*, thread: Thread, message_limit: int = MESSAGE_LIMIT_DEFAULT) -> dict[str, Any]:
+def prepare(*, thread: Thread, message_limit: int = MESSAGE_LIMIT_DEFAULT) -> ContextWindow:
     """Build the LLM-ready context window of ``thread`` (spec 002, POST prepare).
 
-    Returns ``{"threadId", "dataset", "messages", "messageCount", "truncated",
-    "compacted"}`` plus ``"warning"`` only when ``message_limit`` is below the thread's
-    autoCompactThreshold (spec 000, "The messageLimit trap"). ``messages`` is oldest first,
-    ``{"role", "content"}`` each; the active summary, when there is one, comes first as a
-    system message and does not count against ``message_limit`` (1..100).
+    Returns a ContextWindow: the active summary (id, covered range, text) or None, and the
+    newest ``message_limit`` (1..100) un-compacted ordinary messages, oldest first. The
+    summary does not count against ``message_limit``; ``warning`` is set when
+    ``message_limit`` is below the thread's autoCompactThreshold (spec 000, "The
+    messageLimit trap").
 
     ``thread`` should come from thread_get(with_summary=True): then this costs one query
     (the tail, served by the partial index message_live_tail_idx) whatever the thread's
@@ -454,62 +385,57 @@ def prepare(*, thread: Thread, message_limit: int = MESSAGE_LIMIT_DEFAULT) -> di
             except Thread.DoesNotExist as exc:
                 raise ThreadNotFound() from exc
     tail.reverse()
-    summary = thread.active_summary if thread.active_summary_id else None
-    messages: list[dict[str, str]] = []
-    if summary is not None:
-        messages.append({"role": "system", "content": summary.content})
-    messages.extend({"role": role, "content": content} for role, content in tail)
-    count = thread.uncompacted_count
-    result: dict[str, Any] = {
-        "threadId": str(thread.id),
-        "dataset": thread.dataset,
-        "messages": messages,
-        "messageCount": count,
-        "truncated": count > message_limit,
-        "compacted": summary is not None,
-    }
-    threshold = thread.auto_compact_threshold
-    if threshold is not None and message_limit < threshold:
-        result["warning"] = (
-            f"messageLimit ({message_limit}) is less than autoCompactThreshold ({threshold}). "
-            f"Messages between the summary and the last {message_limit} can be left out of "
-            f"the context; set messageLimit to at least {threshold}."
+    row = thread.active_summary if thread.active_summary_id else None
+    summary = None
+    if row is not None:
+        summary = WindowSummary(
+            message_id=row.id,
+            from_sequence=row.covers_from_sequence,
+            to_sequence=row.covers_to_sequence,
+            content=row.content,
         )
-    return result
+    return ContextWindow(
+        thread_id=thread.id,
+        dataset=thread.dataset,
+        summary=summary,
+        tail=tuple(ContextMessage(role, content) for role, content in tail),
+        message_count=thread.uncompacted_count,
+        message_limit=message_limit,
+        threshold=thread.auto_compact_threshold,
+    )
 
 
 # --- stats --------------------------------------------------------------------------------
 
 
-def thread_stats(*, thread: Thread) -> dict[str, Any]:
+def thread_stats(*, thread: Thread) -> ThreadStats:
     """Thread statistics (spec 002, GET stats), read from the thread row's counters.
 
-    ``messageCount`` counts un-compacted messages including the summary row;
-    ``tokenUsage`` is None unless some message carried tokens (``averagePerMessage`` is
-    totalTokens over the messages that carried tokens, rounded); ``sessionDuration`` is the
-    last real (non-summary) message's createdAt minus the first's, None with fewer than
-    two real messages (DESIGN.md section 6 item 9). Also reports ``compaction`` state.
+    ``message_count`` counts un-compacted messages including the summary row;
+    ``token_usage`` is None unless some message carried tokens (``average_per_message`` is
+    total tokens over the messages that carried tokens, rounded); ``session_duration_ms``
+    is the last real (non-summary) message's createdAt minus the first's in whole ms, None
+    with fewer than two real messages (DESIGN.md section 6 item 9).
     """
     real_messages = thread.message_total - thread.compaction_count
     token_usage = None
     if thread.messages_with_tokens:
-        token_usage = {
-            "totalInput": thread.tokens_input,
-            "totalOutput": thread.tokens_output,
-            "totalTokens": thread.tokens_total,
-            "averagePerMessage": round(thread.tokens_total / thread.messages_with_tokens),
-        }
+        token_usage = TokenUsage(
+            total_input=thread.tokens_input,
+            total_output=thread.tokens_output,
+            total_tokens=thread.tokens_total,
+            average_per_message=round(thread.tokens_total / thread.messages_with_tokens),
+        )
     duration = None
     if real_messages >= 2 and thread.first_message_at and thread.last_message_at:
         delta = thread.last_message_at - thread.first_message_at
-        ms = int(delta.total_seconds() * 1000)
-        duration = {"ms": ms, "seconds": ms // 1000}
-    return {
-        "threadId": str(thread.id),
-        "messageCount": thread.uncompacted_count + (1 if thread.active_summary_id else 0),
-        "tokenUsage": token_usage,
-        "sessionDuration": duration,
-        "createdAt": iso_ms(thread.created),
-        "lastActivityAt": iso_ms(thread.last_activity),
-        "compaction": compaction_state(thread),
-    }
+        duration = int(delta.total_seconds() * 1000)
+    return ThreadStats(
+        thread_id=thread.id,
+        message_count=thread.uncompacted_count + (1 if thread.active_summary_id else 0),
+        token_usage=token_usage,
+        session_duration_ms=duration,
+        created_at=thread.created,
+        last_activity_at=thread.last_activity,
+        compaction=CompactionState.of(thread),
+    )

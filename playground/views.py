@@ -30,7 +30,7 @@ from django.urls import reverse
 from django.utils.cache import add_never_cache_headers, patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from memoryapp import compaction, llm, working
+from memoryapp import compaction, llm, serializers, working
 from memoryapp.errors import InvalidInput, ModelCallFailed, ThreadNotFound
 from memoryapp.models import ApiKey, Membership, Message, Project, Thread
 from playground import forms
@@ -256,7 +256,7 @@ def _duration_text(stats: dict[str, Any]) -> str:
 
 
 def _stats_context(thread: Thread) -> dict[str, Any]:
-    stats = working.thread_stats(thread=thread)
+    stats = serializers.stats_to_dict(working.thread_stats(thread=thread))
     return {"stats": stats, "duration_text": _duration_text(stats)}
 
 

@@ -1126,6 +1126,9 @@ def test_it_answers_404_to_a_patch_of_a_thread_deleted_meanwhile(api: Api, threa
     [
         ({}, "empty_tokens"),
         ({"input": 10, "output": 10, "total": 1}, "inconsistent_tokens"),
+        # Each part fits the column but the total they make (4294967294) would not.
+        ({"input": 2**31 - 1, "output": 2**31 - 1}, "tokens_too_large"),
+        ({"input": 2**31 - 1, "output": 1, "total": 2**31 - 1}, "tokens_too_large"),
     ],
 )
 def test_it_refuses_inconsistent_tokens(

@@ -162,6 +162,22 @@ print(json.dumps(out), flush=True)
 """
 
 
+def test_it_answers_one_of_two_parallel_deletes_of_a_thread_with_404(
+    setup: tuple[str, str],
+) -> None:
+    secret, thread_id = setup
+    for i in range(3):
+        post_message(secret, thread_id, f"m{i}")
+
+    def delete(_: int) -> int:
+        client = Client(headers={"Authorization": f"Bearer {secret}"})
+        return int(client.delete(f"{BASE}/threads/{thread_id}").status_code)
+
+    assert sorted(run_in_threads(2, delete)) == [204, 404]
+    assert not Thread.objects.filter(pk=thread_id).exists()
+    assert Message.objects.filter(thread_id=thread_id).count() == 0
+
+
 @pytest.mark.postgres
 @pytest.mark.skipif(
     connection.vendor != "postgresql", reason="several OS processes need PostgreSQL"

@@ -14,7 +14,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 from django.test import Client
 
-from memoryapp import working
+from memoryapp import compaction, serializers, working
 from memoryapp.asgi import application
 from memoryapp.chat import chat_turn
 from memoryapp.models import ApiKey, Membership, Message, Project, Thread
@@ -108,7 +108,7 @@ async def test_it_forwards_an_api_append_to_a_subscribed_client() -> None:
         assert second == {
             "event": "message.appended",
             "threadId": str(thread.id),
-            "data": working.message_to_dict(row),
+            "data": serializers.message_to_dict(row),
         }
         assert second["data"]["content"] == "second"
         assert await communicator.receive_nothing(timeout=0.1)
@@ -125,7 +125,9 @@ async def test_it_forwards_a_compaction_to_a_subscribed_client() -> None:
     try:
         assert connected is True
         for content in ("We have two kids.", "And a dog called Rex.", "Which car fits?"):
-            await sync_to_async(working.message_append)(thread=thread, role="user", content=content)
+            await sync_to_async(compaction.message_append_compacting)(
+                thread=thread, role="user", content=content
+            )
         frames = await _frames_until(communicator, "thread.compacted")
         summary = await Message.objects.aget(thread=thread, is_summary=True)
         assert [(f["event"], f["data"].get("sequenceNumber")) for f in frames] == [

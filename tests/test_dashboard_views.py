@@ -463,7 +463,9 @@ def test_it_refuses_an_invalid_thread_form(world: World) -> None:
 
 def _fill(thread: Thread, count: int, start: int = 1) -> None:
     for i in range(start, start + count):
-        working.message_append(thread=thread, role="user" if i % 2 else "assistant", content=f"m{i}")
+        compaction.message_append_compacting(
+            thread=thread, role="user" if i % 2 else "assistant", content=f"m{i}"
+        )
 
 
 def test_it_shows_every_message_with_its_fields(world: World) -> None:

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from memoryapp import compaction, serializers, working
 from memoryapp import recall as recall_mod
-from memoryapp import working
 from memoryapp.models import Message, Project, Thread
 from memoryapp.recall import recall, search_raw
 from tests.conftest import Api
@@ -24,7 +24,10 @@ def _thread(project: Project, dataset: str = "user_42", **kw: Any) -> Thread:
 
 
 def _say(thread: Thread, *contents: str, role: str = "user") -> list[Message]:
-    return [working.message_append(thread=thread, role=role, content=c).message for c in contents]
+    return [
+        compaction.message_append_compacting(thread=thread, role=role, content=c).message
+        for c in contents
+    ]
 
 
 @pytest.fixture
@@ -77,7 +80,7 @@ def test_it_finds_raw_messages_of_the_datasets_other_threads(
         "sequenceNumber": 2,
         "role": "user",
         "content": "We went hiking near Zermatt last summer",
-        "createdAt": working.message_to_dict(hike)["createdAt"],
+        "createdAt": serializers.message_to_dict(hike)["createdAt"],
     }
     assert result["episodes"] == []
     assert result["facts"] == []

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from memoryapp import compaction, working
+from memoryapp import compaction, serializers, working
 from memoryapp.errors import IdempotencyConflict, InvalidInput, ThreadNotFound
 from memoryapp.models import Message, Project, Thread, ThreadTag
+from memoryapp.results import CompactionState, ThreadStats, TokenUsage
 from tests.conftest import Clock, at
 
 
@@ -83,6 +84,15 @@ def test_it_deletes_a_thread_with_its_messages_and_summary(thread: Thread) -> No
     assert not ThreadTag.objects.filter(thread_id=thread.pk).exists()
 
 
+def test_it_refuses_to_delete_a_thread_twice(thread: Thread) -> None:
+    stale = Thread.objects.get(pk=thread.pk)  # looked up before the first delete, as a racing request would
+    working.thread_delete(thread=thread)
+
+    with pytest.raises(ThreadNotFound):
+        working.thread_delete(thread=stale)
+
+
+
 def test_it_pages_threads_newest_first(project: Project) -> None:
     threads = [working.thread_create(project=project, dataset="d") for _ in range(3)]
     for minutes, thread in enumerate(threads):
@@ -142,7 +152,7 @@ def test_it_keeps_the_thread_counters_for_stats(thread: Thread, clock: Clock) ->
 
 def test_it_stores_every_field_of_a_message(thread: Thread, clock: Clock) -> None:
     clock.now = at("2026-08-16T09:14:02.114999Z")
-    result = working.message_append(
+    result = compaction.message_append_compacting(
         thread=thread,
         role="assistant",
         content="The Toyota Corolla Hybrid is a great fit.",
@@ -152,7 +162,8 @@ def test_it_stores_every_field_of_a_message(thread: Thread, clock: Clock) -> Non
         metadata={"stopReason": "stop", "agentName": "support-bot"},
     )
 
-    assert result.to_dict() == {
+    assert (result.replayed, result.compaction) == (False, None)
+    assert serializers.append_to_dict(result) == {
         "messageId": str(result.message.id),
         "threadId": str(thread.pk),
         "sequenceNumber": 1,
@@ -160,7 +171,7 @@ def test_it_stores_every_field_of_a_message(thread: Thread, clock: Clock) -> Non
         "createdAt": "2026-08-16T09:14:02.114Z",
         "compacted": False,
     }
-    assert working.message_to_dict(Message.objects.get(pk=result.message.pk)) == {
+    assert serializers.message_to_dict(Message.objects.get(pk=result.message.pk)) == {
         "messageId": str(result.message.id),
         "threadId": str(thread.pk),
         "role": "assistant",
@@ -180,7 +191,7 @@ def test_it_replays_an_idempotent_append(thread: Thread) -> None:
     again = working.message_append(thread=thread, role="user", content="hi", idempotency_key="k")
 
     assert (first.replayed, again.replayed) == (False, True)
-    assert again.to_dict() == first.to_dict()
+    assert (again.message.pk, again.compaction_due) == (first.message.pk, False)
     assert Message.objects.filter(thread=thread).count() == 1
     assert fresh(thread).next_sequence == 2
 
@@ -202,18 +213,43 @@ def test_it_raises_not_found_when_the_thread_was_deleted_meanwhile(thread: Threa
         append(thread)
 
 
+def test_it_reports_a_due_compaction_without_running_it(project: Project) -> None:
+    thread = working.thread_create(project=project, dataset="d", auto_compact_threshold=2)
+
+    results = [working.message_append(thread=thread, role="user", content=f"m{i}") for i in (1, 2)]
+
+    assert [r.compaction_due for r in results] == [False, True]
+    assert fresh(thread).compaction_count == 0
+    assert not Message.objects.filter(thread=thread, is_summary=True).exists()
+
+
 def test_it_trips_auto_compaction_at_the_threshold(project: Project) -> None:
     thread = working.thread_create(project=project, dataset="d", auto_compact_threshold=3)
 
     results = [
-        working.message_append(thread=thread, role="user", content=f"m{i}", idempotency_key=f"k{i}")
+        compaction.message_append_compacting(
+            thread=thread, role="user", content=f"m{i}", idempotency_key=f"k{i}"
+        )
         for i in range(1, 4)
     ]
-    replay = working.message_append(thread=thread, role="user", content="m3", idempotency_key="k3")
+    replay = compaction.message_append_compacting(
+        thread=thread, role="user", content="m3", idempotency_key="k3"
+    )
 
     assert [r.compacted for r in results] == [False, False, True]
-    assert (replay.replayed, replay.compacted) == (True, True)
+    assert [r.compaction is None for r in results] == [True, True, False]
+    assert (replay.replayed, replay.compacted, replay.compaction) == (True, True, None)
     rows = list(Message.objects.filter(thread=thread).order_by("sequence_number"))
+    tripped = results[2].compaction
+    assert tripped is not None
+    assert (len(tripped.runs), tripped.error) == (1, None)
+    [run] = tripped.runs
+    assert (run.summary.pk, run.compacted_count, run.from_sequence, run.to_sequence) == (
+        rows[3].pk,
+        2,
+        1,
+        2,
+    )
     assert [(m.sequence_number, m.is_summary, m.compacted_at is not None) for m in rows] == [
         (1, False, True),
         (2, False, True),
@@ -253,8 +289,8 @@ def test_it_lists_messages_by_sequence(
 ) -> None:
     page = working.message_list(thread=six, **kwargs)
 
-    assert [m["sequenceNumber"] for m in page["messages"]] == expected
-    assert (page["total"], page["hasMore"]) == (6, has_more)
+    assert [m.sequence_number for m in page.messages] == expected
+    assert (page.total, page.has_more) == (6, has_more)
 
 
 def test_it_orders_by_sequence_not_by_timestamp(thread: Thread, clock: Clock) -> None:
@@ -270,7 +306,7 @@ def test_it_orders_by_sequence_not_by_timestamp(thread: Thread, clock: Clock) ->
         thread=working.thread_get(project=thread.project, thread_id=thread.pk, with_summary=True)
     )
 
-    assert [m["content"] for m in page["messages"]] == [
+    assert [m.content for m in page.messages] == [
         "m0",
         "m1",
         "m2",
@@ -278,7 +314,7 @@ def test_it_orders_by_sequence_not_by_timestamp(thread: Thread, clock: Clock) ->
         "m4",
         "same millisecond as m0",
     ]
-    assert [m["content"] for m in window["messages"]] == [m["content"] for m in page["messages"]]
+    assert [m.content for m in window.messages] == [m.content for m in page.messages]
 
 
 # --- Stats --------------------------------------------------------------------------------
@@ -293,15 +329,27 @@ def test_it_reports_stats_from_the_counters(thread: Thread, clock: Clock) -> Non
 
     stats = working.thread_stats(thread=fresh(thread))
 
-    assert stats["messageCount"] == 3
-    assert stats["tokenUsage"] == {
+    assert stats == ThreadStats(
+        thread_id=thread.pk,
+        message_count=3,
+        # 9 tokens over the 2 messages that carried them, rounded
+        token_usage=TokenUsage(total_input=4, total_output=5, total_tokens=9, average_per_message=4),
+        session_duration_ms=60999,
+        created_at=thread.created,
+        last_activity_at=at("2026-08-16T09:01:00.999Z"),
+        compaction=CompactionState(
+            count=0, active_summary_id=None, last_compacted_at=None, last_error=None, last_error_at=None
+        ),
+    )
+    body = serializers.stats_to_dict(stats)
+    assert body["tokenUsage"] == {
         "totalInput": 4,
         "totalOutput": 5,
         "totalTokens": 9,
-        "averagePerMessage": 4,  # 9 tokens over the 2 messages that carried them, rounded
+        "averagePerMessage": 4,
     }
-    assert stats["sessionDuration"] == {"ms": 60999, "seconds": 60}
-    assert stats["lastActivityAt"] == "2026-08-16T09:01:00.999Z"
+    assert body["sessionDuration"] == {"ms": 60999, "seconds": 60}
+    assert body["lastActivityAt"] == "2026-08-16T09:01:00.999Z"
 
 
 def test_it_leaves_the_summary_out_of_the_session_duration(thread: Thread, clock: Clock) -> None:
@@ -315,16 +363,17 @@ def test_it_leaves_the_summary_out_of_the_session_duration(thread: Thread, clock
     stats = working.thread_stats(thread=fresh(thread))
 
     assert summary is not None
-    assert stats["messageCount"] == 1  # only the summary row is un-compacted
-    assert stats["sessionDuration"] == {"ms": 2000, "seconds": 2}
-    assert stats["tokenUsage"] is None
-    assert stats["lastActivityAt"] == "2026-08-16T10:00:00.000Z"
+    assert stats.message_count == 1  # only the summary row is un-compacted
+    assert stats.session_duration_ms == 2000
+    assert stats.token_usage is None
+    assert stats.last_activity_at == at("2026-08-16T10:00:00.000Z")
+    assert (stats.compaction.count, stats.compaction.active_summary_id) == (1, summary.summary.pk)
 
 
 def test_it_reports_no_duration_for_one_message(thread: Thread) -> None:
     append(thread)
 
-    assert working.thread_stats(thread=fresh(thread))["sessionDuration"] is None
+    assert working.thread_stats(thread=fresh(thread)).session_duration_ms is None
 
 
 def test_it_never_reports_a_total_below_the_rows_on_the_page(project: Project) -> None:
@@ -336,5 +385,5 @@ def test_it_never_reports_a_total_below_the_rows_on_the_page(project: Project) -
 
     page = working.message_list(thread=stale, order="desc", limit=10)
 
-    assert [m["sequenceNumber"] for m in page["messages"]] == [3, 2, 1]
-    assert page["total"] == 3
+    assert [m.sequence_number for m in page.messages] == [3, 2, 1]
+    assert page.total == 3

@@ -215,7 +215,8 @@ class TokensIn(_In):
     """Optional token telemetry; ``total`` defaults to input + output.
 
     An empty object is refused (``{}`` would count as a message that reported zero
-    tokens), and so is a ``total`` below ``input + output``: providers count total as at
+    tokens), so is ``input + output`` above INT32_MAX (the total stored must fit the
+    column, as every field does), and so is a ``total`` below ``input + output``: providers count total as at
     least prompt plus completion (Gemini adds thinking and tool-use tokens on top).
     """
 
@@ -230,6 +231,13 @@ class TokensIn(_In):
                 "empty_tokens", "tokens needs at least one of input, output, total"
             )
         parts = (self.input or 0) + (self.output or 0)
+        if parts > INT32_MAX:
+            # The stored total (input + output when not sent) must fit the same column.
+            raise PydanticCustomError(
+                "tokens_too_large",
+                "tokens.input + tokens.output ({parts}) is more than {limit}",
+                {"parts": parts, "limit": INT32_MAX},
+            )
         if self.total is not None and self.total < parts:
             raise PydanticCustomError(
                 "inconsistent_tokens",

@@ -1,7 +1,8 @@
 """/v1/memory/working: threads, messages, prepare, compact, stats (spec 002).
 
 Handlers are thin: parse (ninja + memoryapp.api.schemas), call one domain function in
-memoryapp.working or memoryapp.compaction, return its dict.
+memoryapp.working or memoryapp.compaction, return its value as memoryapp.serializers
+builds it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from ninja import Body, Query, Router, Status
 
-from memoryapp import compaction, working
+from memoryapp import compaction, serializers, working
 from memoryapp.api.schemas import (
     AppendOut,
     CompactOut,
@@ -52,7 +53,7 @@ def create_thread(request: HttpRequest, payload: ThreadIn) -> Status[dict[str, A
         metadata=payload.metadata,
         auto_compact_threshold=payload.autoCompactThreshold,
     )
-    return Status(201, working.thread_to_dict(thread))
+    return Status(201, serializers.thread_to_dict(thread))
 
 
 @router.get("/threads", response={200: ThreadListOut, **ERRORS}, summary="List threads")
@@ -64,13 +65,13 @@ def list_threads(request: HttpRequest, filters: Query[ThreadListQuery]) -> dict[
         limit=filters.limit,
         cursor=filters.cursor,
     )
-    return {"threads": [working.thread_to_dict(t) for t in threads], "nextCursor": next_cursor}
+    return {"threads": [serializers.thread_to_dict(t) for t in threads], "nextCursor": next_cursor}
 
 
 @router.get("/threads/{thread_id}", response={200: ThreadOut, **ERRORS}, summary="Get a thread")
 def get_thread(request: HttpRequest, thread_id: str) -> dict[str, Any]:
     thread = working.thread_get(project=_project(request), thread_id=thread_id)
-    return working.thread_to_dict(thread)
+    return serializers.thread_to_dict(thread)
 
 
 @router.patch(
@@ -87,7 +88,7 @@ def patch_thread(request: HttpRequest, thread_id: str, payload: ThreadPatchIn) -
     names = {"autoCompactThreshold": "auto_compact_threshold"}
     changes = {names.get(k, k): v for k, v in given.items()}
     thread = working.thread_update(thread=thread, changes=changes)
-    return working.thread_to_dict(thread)
+    return serializers.thread_to_dict(thread)
 
 
 @router.delete("/threads/{thread_id}", response={204: None, **ERRORS}, summary="Delete a thread")
@@ -131,7 +132,7 @@ def append_message(
     if payload.metadata is not None:
         metadata = payload.metadata.model_dump(exclude_none=True) or None
     # The project-scoped thread look-up is message_append's locked read (one query, not two).
-    result = working.message_append(
+    result = compaction.message_append_compacting(
         thread=thread_id,
         project=_project(request),
         role=payload.role,
@@ -144,7 +145,7 @@ def append_message(
     )
     if result.replayed:
         response["Idempotent-Replayed"] = "true"
-    return Status(201, result.to_dict())
+    return Status(201, serializers.append_to_dict(result))
 
 
 @router.get(
@@ -158,13 +159,14 @@ def list_messages(
 ) -> dict[str, Any]:
     """Full rows including compacted ones and summaries, paged by sequenceNumber."""
     thread = working.thread_get(project=_project(request), thread_id=thread_id)
-    return working.message_list(
+    page = working.message_list(
         thread=thread,
         limit=params.limit,
         before=params.before,
         after=params.after,
         order=params.order,
     )
+    return serializers.message_page_to_dict(page)
 
 
 @router.post(
@@ -181,7 +183,7 @@ def prepare(
     """Pure SQL, no model call: [active summary] + the newest un-compacted messages."""
     limit = payload.messageLimit if payload is not None else 20
     thread = working.thread_get(project=_project(request), thread_id=thread_id, with_summary=True)
-    return working.prepare(thread=thread, message_limit=limit)
+    return serializers.window_to_dict(working.prepare(thread=thread, message_limit=limit))
 
 
 @router.post(
@@ -194,8 +196,8 @@ def compact(request: HttpRequest, thread_id: str) -> dict[str, Any]:
     thread = working.thread_get(project=_project(request), thread_id=thread_id)
     result = compaction.compact(thread_id=thread.pk)
     if result is None:
-        return dict(compaction.NOTHING_TO_COMPACT)
-    return result.to_dict()
+        return dict(serializers.NOTHING_TO_COMPACT)
+    return serializers.compaction_to_dict(result)
 
 
 @router.get(
@@ -203,4 +205,4 @@ def compact(request: HttpRequest, thread_id: str) -> dict[str, Any]:
 )
 def stats(request: HttpRequest, thread_id: str) -> dict[str, Any]:
     thread = working.thread_get(project=_project(request), thread_id=thread_id)
-    return working.thread_stats(thread=thread)
+    return serializers.stats_to_dict(working.thread_stats(thread=thread))

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from memoryapp import working
+from memoryapp import compaction, working
 from memoryapp.models import ApiKey, Membership, Project, Thread
 
 SAMPLE_DATASET = "demo_user"
@@ -112,7 +112,7 @@ class Command(BaseCommand):
                 if role == "assistant"
                 else None
             )
-            working.message_append(
+            compaction.message_append_compacting(
                 thread=thread,
                 role=role,
                 content=content,

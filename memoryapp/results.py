@@ -1,0 +1,213 @@
+"""Typed values the working-memory domain returns (spec 002; DESIGN.md section 3).
+
+memoryapp.working and memoryapp.compaction build these; memoryapp.serializers turns
+them into the camelCase JSON of /v1, the live events and the chat route. They live in
+their own module, below both, so the serializers (which memoryapp.events uses) never
+import the domain modules that call memoryapp.events.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from memoryapp.models import Message, Thread
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    """One committed compaction run: the new summary row and the ordinary messages it folded.
+
+    ``compacted_count``, ``from_sequence`` and ``to_sequence`` describe only the ordinary
+    messages folded in this run, not the previous summary (DESIGN.md section 6 item 3).
+    """
+
+    summary: Message
+    compacted_count: int
+    from_sequence: int
+    to_sequence: int
+
+
+@dataclass(frozen=True, slots=True)
+class AutoCompaction:
+    """What the automatic compaction an append tripped did (DESIGN.md section 6 item 2).
+
+    ``runs`` are the runs that committed, oldest first (more than one when the run caught
+    up with appends made during it); ``error`` is ``"<kind>: <message>"`` when a model
+    call failed (also recorded on the thread); both empty when another run held the
+    thread's lease or nothing was due any more.
+    """
+
+    runs: tuple[CompactionResult, ...] = ()
+    error: str | None = None
+
+    @property
+    def committed(self) -> bool:
+        """True if at least one run committed a new summary."""
+        return bool(self.runs)
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """What memoryapp.working.message_append stored (spec 002, POST messages).
+
+    ``message`` is the stored row (the first one on an idempotent ``replayed`` append);
+    ``compaction_due`` is True when this insert brought the thread's un-compacted count to
+    its autoCompactThreshold, so the caller must start auto-compaction (never True on a
+    replay).
+    """
+
+    message: Message
+    replayed: bool = False
+    compaction_due: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AppendOutcome:
+    """An append and the auto-compaction it tripped (memoryapp.compaction.message_append_compacting).
+
+    ``compaction`` is None unless the append tripped auto-compaction. ``compacted`` is the
+    201 body's flag: a run committed, or, on a ``replayed`` append, the first append's flag.
+    """
+
+    message: Message
+    replayed: bool
+    compaction: AutoCompaction | None
+
+    @property
+    def compacted(self) -> bool:
+        """Whether this append (or, when replayed, the original one) tripped a run that committed."""
+        if self.replayed:
+            return bool(self.message.triggered_compaction)
+        return self.compaction is not None and self.compaction.committed
+
+
+@dataclass(frozen=True, slots=True)
+class ContextMessage:
+    """One message of a context window, as the model receives it."""
+
+    role: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class WindowSummary:
+    """The active summary row of a context window: its id, the sequence range it covers
+    (``from_sequence``..``to_sequence``) and its text."""
+
+    message_id: uuid.UUID
+    from_sequence: int | None
+    to_sequence: int | None
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class ContextWindow:
+    """The LLM-ready context window of a thread (spec 002, POST prepare).
+
+    ``tail`` holds the newest un-compacted ordinary messages, oldest first, at most
+    ``message_limit``; ``summary`` the active summary or None; ``message_count`` the
+    un-compacted ordinary messages in the thread (may exceed the tail); ``threshold`` the
+    thread's autoCompactThreshold.
+    """
+
+    thread_id: uuid.UUID
+    dataset: str
+    summary: WindowSummary | None
+    tail: tuple[ContextMessage, ...]
+    message_count: int
+    message_limit: int
+    threshold: int | None
+
+    @property
+    def messages(self) -> list[ContextMessage]:
+        """The window as sent to a model: the summary (a system message) first, then the tail."""
+        head = [ContextMessage("system", self.summary.content)] if self.summary else []
+        return head + list(self.tail)
+
+    @property
+    def truncated(self) -> bool:
+        """True when more un-compacted messages exist than the tail holds."""
+        return self.message_count > self.message_limit
+
+    @property
+    def compacted(self) -> bool:
+        """True when the window starts with a summary."""
+        return self.summary is not None
+
+    @property
+    def warning(self) -> str | None:
+        """The messageLimit trap warning (spec 000), when ``message_limit`` is below the threshold."""
+        threshold = self.threshold
+        if threshold is None or self.message_limit >= threshold:
+            return None
+        limit = self.message_limit
+        return (
+            f"messageLimit ({limit}) is less than autoCompactThreshold ({threshold}). "
+            f"Messages between the summary and the last {limit} can be left out of "
+            f"the context; set messageLimit to at least {threshold}."
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class MessagePage:
+    """One page of raw rows (spec 002, GET messages): ``messages`` in the requested order,
+    ``total`` rows in the thread, ``has_more`` whether rows past this page match."""
+
+    messages: list[Message]
+    total: int
+    has_more: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """Token totals over the messages that reported tokens (spec 002, GET stats)."""
+
+    total_input: int
+    total_output: int
+    total_tokens: int
+    average_per_message: int
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionState:
+    """Compaction bookkeeping of a thread: runs so far, the active summary, the last failure.
+
+    ``last_error`` stays set until a later run succeeds (spec 000 "Compaction"; DESIGN.md
+    section 6 item 4).
+    """
+
+    count: int
+    active_summary_id: uuid.UUID | None
+    last_compacted_at: datetime | None
+    last_error: str | None
+    last_error_at: datetime | None
+
+    @classmethod
+    def of(cls, thread: Thread) -> CompactionState:
+        """The state as the thread row records it."""
+        return cls(
+            count=thread.compaction_count,
+            active_summary_id=thread.active_summary_id,
+            last_compacted_at=thread.last_compacted_at,
+            last_error=thread.last_compaction_error or None,
+            last_error_at=thread.last_compaction_error_at,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadStats:
+    """Thread statistics (spec 002, GET stats; DESIGN.md section 6 item 9).
+
+    ``message_count`` counts un-compacted messages including the summary row;
+    ``session_duration_ms`` is None with fewer than two real messages.
+    """
+
+    thread_id: uuid.UUID
+    message_count: int
+    token_usage: TokenUsage | None
+    session_duration_ms: int | None
+    created_at: datetime
+    last_activity_at: datetime
+    compaction: CompactionState

@@ -1,0 +1,153 @@
+"""The one place camelCase JSON is built from domain values (DESIGN.md section 5).
+
+The /v1 handlers, the live events (memoryapp.events) and the playground's chat route
+all serialise threads, messages, context windows, stats and compaction results here,
+so a resource has one shape wherever it appears. Only models and memoryapp.results are
+imported: the domain modules import memoryapp.events, which imports this module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memoryapp.models import Message, Thread
+from memoryapp.results import (
+    AppendOutcome,
+    CompactionResult,
+    CompactionState,
+    ContextWindow,
+    MessagePage,
+    ThreadStats,
+)
+from memoryapp.timefmt import iso_ms
+
+# The 200 body of POST .../compact when there was nothing to fold (spec 002).
+NOTHING_TO_COMPACT: dict[str, Any] = {
+    "ok": True,
+    "compacted": False,
+    "message": "Nothing to compact",
+}
+
+
+def compaction_state_to_dict(state: CompactionState) -> dict[str, Any]:
+    """``{"count", "activeSummaryId", "lastCompactedAt", "lastError", "lastErrorAt"}``."""
+    return {
+        "count": state.count,
+        "activeSummaryId": str(state.active_summary_id) if state.active_summary_id else None,
+        "lastCompactedAt": iso_ms(state.last_compacted_at),
+        "lastError": state.last_error,
+        "lastErrorAt": iso_ms(state.last_error_at),
+    }
+
+
+def thread_to_dict(thread: Thread) -> dict[str, Any]:
+    """The thread resource of the /v1 API and of ``thread.changed`` events."""
+    return {
+        "threadId": str(thread.id),
+        "dataset": thread.dataset,
+        "tags": list(thread.tags),
+        "metadata": thread.metadata,
+        "autoCompactThreshold": thread.auto_compact_threshold,
+        "createdAt": iso_ms(thread.created),
+        "lastActivityAt": iso_ms(thread.last_activity),
+        "totalMessages": thread.message_total,
+        "compaction": compaction_state_to_dict(CompactionState.of(thread)),
+    }
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    """A full message row as GET .../messages and ``message.appended`` events carry it;
+    a summary row also has ``summary: {"fromSequence", "toSequence"}``."""
+    data: dict[str, Any] = {
+        "messageId": str(message.id),
+        "threadId": str(message.thread_id),
+        "role": message.role,
+        "content": message.content,
+        "sequenceNumber": message.sequence_number,
+        "tokens": message.tokens,
+        "model": message.model,
+        "latencyMs": message.latency_ms,
+        "metadata": message.metadata,
+        "compactedAt": iso_ms(message.compacted_at),
+        "createdAt": iso_ms(message.created_at),
+    }
+    if message.is_summary:
+        data["summary"] = {
+            "fromSequence": message.covers_from_sequence,
+            "toSequence": message.covers_to_sequence,
+        }
+    return data
+
+
+def append_to_dict(outcome: AppendOutcome) -> dict[str, Any]:
+    """The 201 body of POST .../messages: ``{"messageId", "threadId", "sequenceNumber",
+    "role", "createdAt", "compacted"}``."""
+    message = outcome.message
+    return {
+        "messageId": str(message.id),
+        "threadId": str(message.thread_id),
+        "sequenceNumber": message.sequence_number,
+        "role": message.role,
+        "createdAt": iso_ms(message.created_at),
+        "compacted": outcome.compacted,
+    }
+
+
+def message_page_to_dict(page: MessagePage) -> dict[str, Any]:
+    """The 200 body of GET .../messages: ``{"messages", "total", "hasMore"}``."""
+    return {
+        "messages": [message_to_dict(m) for m in page.messages],
+        "total": page.total,
+        "hasMore": page.has_more,
+    }
+
+
+def window_to_dict(window: ContextWindow) -> dict[str, Any]:
+    """The 200 body of POST .../prepare: ``{"threadId", "dataset", "messages",
+    "messageCount", "truncated", "compacted"}`` plus ``"warning"`` only when there is one."""
+    body: dict[str, Any] = {
+        "threadId": str(window.thread_id),
+        "dataset": window.dataset,
+        "messages": [{"role": m.role, "content": m.content} for m in window.messages],
+        "messageCount": window.message_count,
+        "truncated": window.truncated,
+        "compacted": window.compacted,
+    }
+    warning = window.warning
+    if warning is not None:
+        body["warning"] = warning
+    return body
+
+
+def stats_to_dict(stats: ThreadStats) -> dict[str, Any]:
+    """The 200 body of GET .../stats (spec 002)."""
+    usage = stats.token_usage
+    ms = stats.session_duration_ms
+    return {
+        "threadId": str(stats.thread_id),
+        "messageCount": stats.message_count,
+        "tokenUsage": None
+        if usage is None
+        else {
+            "totalInput": usage.total_input,
+            "totalOutput": usage.total_output,
+            "totalTokens": usage.total_tokens,
+            "averagePerMessage": usage.average_per_message,
+        },
+        "sessionDuration": None if ms is None else {"ms": ms, "seconds": ms // 1000},
+        "createdAt": iso_ms(stats.created_at),
+        "lastActivityAt": iso_ms(stats.last_activity_at),
+        "compaction": compaction_state_to_dict(stats.compaction),
+    }
+
+
+def compaction_to_dict(result: CompactionResult) -> dict[str, Any]:
+    """The 200 body of POST .../compact when something was folded, and of
+    ``thread.compacted`` events."""
+    return {
+        "threadId": str(result.summary.thread_id),
+        "summaryMessageId": str(result.summary.id),
+        "compactedCount": result.compacted_count,
+        "fromSequence": result.from_sequence,
+        "toSequence": result.to_sequence,
+    }
