@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +37,9 @@ class ApiJsonErrorsMiddleware:
         return body
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if not request.path.startswith(self.PREFIX):
+        if not request.path.startswith(self.PREFIX) or isinstance(exception, Http404):
+            # Http404 from a view outside ninja (its root, /v1/) is Django's 404, made JSON
+            # in __call__; not a 500.
             return None
         logger.exception("unhandled error on %s %s", request.method, request.path)
         return JsonResponse({"error": "Internal server error"}, status=500)

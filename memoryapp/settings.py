@@ -49,6 +49,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -207,3 +208,54 @@ LOGGING = {
 }
 
 CSRF_FAILURE_VIEW = "playground.chat_views.csrf_failure"
+
+# --- Security: cache for rate limits, CSP, production hardening (issue 12 item 5) ----------
+# The cache holds the rate-limit counters: Redis when REDIS_URL is set, so every server
+# process counts against one allowance; else this process's memory (one server process).
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "memory",
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# Requests per API key over all of /v1 (django-ratelimit's "N/period", e.g. "6000/m"; empty
+# turns the limit off), and failed logins per username and per client address.
+MEMORY_API_RATE_LIMIT = env_str("MEMORY_API_RATE_LIMIT", "6000/m")
+MEMORY_LOGIN_FAILURE_LIMIT = env_str("MEMORY_LOGIN_FAILURE_LIMIT", "10/5m")
+# An unreachable cache lets requests through rather than refusing every one of them.
+RATELIMIT_FAIL_OPEN = True
+
+# No inline script or style anywhere (htmx's indicator styles are off in base.html); the
+# favicon is a data: URL; the live-update WebSocket is same-origin ('self').
+from csp.constants import NONE, SELF  # noqa: E402
+
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+
+if not DEBUG:
+    # HTTPS only: cookies never travel in clear and browsers remember to use HTTPS (HSTS).
+    # Behind a TLS-terminating proxy set SECURE_PROXY_SSL_HEADER=true (the proxy must set
+    # X-Forwarded-Proto itself and drop any the client sent).
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
+    if env_bool("SECURE_PROXY_SSL_HEADER", False):
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from memoryapp.ratelimit import login_throttle
 from playground import views
 
 app_name = "playground"
@@ -17,8 +18,10 @@ urlpatterns = [
     path("", views.home, name="home"),
     path(
         "login/",
-        auth_views.LoginView.as_view(
-            template_name="playground/login.html", redirect_authenticated_user=True
+        login_throttle(
+            auth_views.LoginView.as_view(
+                template_name="playground/login.html", redirect_authenticated_user=True
+            )
         ),
         name="login",
     ),

@@ -16,6 +16,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from memoryapp.api.auth import ApiKeyAuth
 from memoryapp.errors import IdempotencyConflict, InvalidInput, ModelCallFailed, ThreadNotFound
+from memoryapp.ratelimit import RateLimited
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +110,13 @@ def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
         "Payload too large",
         [{"path": [], "message": "Request body is too large", "code": "body_too_large"}],
     )
+
+
+@api.exception_handler(RateLimited)
+def _rate_limited(request: HttpRequest, exc: RateLimited) -> HttpResponse:
+    response = error_response(request, 429, "Too many requests")
+    response["Retry-After"] = str(exc.retry_after)
+    return response
 
 
 @api.exception_handler(ThreadNotFound)

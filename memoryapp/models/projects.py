@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 import secrets
 from datetime import timedelta
 from typing import Any
@@ -111,13 +112,19 @@ class ApiKey(models.Model):
         """Return the active key for ``secret`` (with its project loaded), else None.
 
         Costs one query, plus a write at most once per LAST_USED_RESOLUTION per key.
+        Constant time in the secret: the database is searched by the secret's SHA-256, so
+        how long the index look-up takes depends on the hash, which tells a guesser nothing
+        about the secret; the stored hash is then compared with hmac.compare_digest.
         """
         if not secret.startswith(KEY_PREFIX) or len(secret) > 200:
             return None
+        digest = hash_secret(secret)
         try:
             # get() on the unique hash: no ORDER BY (Meta.ordering), as first() would add.
-            key = cls.objects.active().select_related("project").get(hash=hash_secret(secret))
+            key = cls.objects.active().select_related("project").get(hash=digest)
         except cls.DoesNotExist:
+            return None
+        if not hmac.compare_digest(key.hash, digest):
             return None
         now = timezone.now()
         if key.last_used is None or now - key.last_used > LAST_USED_RESOLUTION:
