@@ -1,0 +1,114 @@
+"""Script injection in a real browser (issue 12 item 5), and the Content-Security-Policy.
+
+Hostile text goes in through every surface a client can write: message content (also as
+Markdown: links and images with ``javascript:`` URLs), thread metadata and tags, key and
+project names; a chat turn runs on it. Every dashboard page that shows it is opened and
+interacted with; no dialog may open, no script error may happen, no element may carry a
+``javascript:`` link or an inline event handler, and the page may cause no CSP violation
+(the pages are written to need none; a violation would mean inline script or style).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from playwright.sync_api import Page, expect
+
+from memoryapp import working
+from memoryapp.models import ApiKey, Membership, Project, Thread
+from tests.e2e.test_browser import PASSWORD, TURN_TIMEOUT_MS, Owner, log_in, send_turn, watch
+
+pytestmark = pytest.mark.usefixtures("transactional_db")
+
+PAYLOADS = [
+    "<script>alert('script')</script>",
+    "<img src=x onerror=alert('img')>",
+    '"><svg onload=alert("svg")>',
+    "[click me](javascript:alert('md-link'))",
+    "![x](javascript:alert('md-image'))",
+    "<a href=\"javascript:alert('a')\">a link</a>",
+    "**bold** <iframe src=javascript:alert('iframe')></iframe>",
+]
+HOSTILE = "\n".join(PAYLOADS)
+# Collects CSP violations from the first moment of each document (init scripts are the
+# browser's own, not the page's, so the policy does not apply to them).
+CSP_WATCH = (
+    "window.__csp = [];"
+    "document.addEventListener('securitypolicyviolation',"
+    " e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));"
+)
+
+
+@pytest.fixture
+def ann() -> Owner:
+    """The owner ``ann`` of a project whose name is hostile too."""
+    project = Project.objects.create(slug="acme", name="<img src=x onerror=alert('project')>")
+    user = User.objects.create_user("ann", password=PASSWORD)
+    Membership.objects.create(user=user, project=project, role=Membership.Role.OWNER)
+    return Owner(user=user, project=project)
+
+
+def _hostile_thread(owner: Owner) -> Thread:
+    thread = working.thread_create(
+        project=owner.project,
+        dataset="user_42",
+        tags=[p[:60] for p in PAYLOADS[:3]],
+        metadata={"title": PAYLOADS[0], "note": PAYLOADS[1], "link": "javascript:alert('meta')"},
+    )
+    for n, payload in enumerate(PAYLOADS):
+        working.message_append(
+            thread=thread, role="user" if n % 2 == 0 else "assistant", content=payload
+        )
+    working.message_append(thread=thread, role="user", content=HOSTILE)
+    return thread
+
+
+def _assert_inert(page: Page, seen: Any, where: str) -> None:
+    assert seen.dialogs == [], f"{where}: a dialog opened: {seen.dialogs}"
+    assert seen.errors == [], f"{where}: script errors: {seen.errors}"
+    assert page.evaluate("window.__csp") == [], f"{where}: CSP violations"
+    bad = page.evaluate(
+        "[...document.querySelectorAll('*')].flatMap(el => [...el.attributes]"
+        ".filter(a => /^on/i.test(a.name) || /^\\s*javascript:/i.test(a.value))"
+        ".map(a => el.tagName + ' ' + a.name + '=' + a.value))"
+    )
+    assert bad == [], f"{where}: hostile attributes made it into the DOM: {bad}"
+    assert page.locator("script:not([src])").count() == 0, f"{where}: an inline script"
+
+
+def test_it_runs_no_injected_script_on_any_page(
+    new_page: Any, live_url: str, ann: Owner
+) -> None:
+    owner = ann
+    ApiKey.issue(project=owner.project, name="<script>alert('key')</script>")
+    thread = _hostile_thread(owner)
+    page = new_page()
+    page.add_init_script(CSP_WATCH)
+    seen = watch(page)
+    log_in(page, live_url)
+    pid = owner.project.pk
+    pages = {
+        "thread list": f"/dashboard/threads/?projectId={pid}",
+        "thread": f"/dashboard/threads/{thread.pk}/?projectId={pid}",
+        "stats": f"/dashboard/threads/{thread.pk}/stats/?projectId={pid}",
+        "keys": f"/dashboard/keys/?projectId={pid}",
+        "members": f"/dashboard/members/?projectId={pid}",
+        "settings": f"/dashboard/settings/?projectId={pid}",
+    }
+    for where, path in pages.items():
+        page.goto(live_url + path)
+        # Clicking every link the hostile text could have become must not run it either.
+        for link in page.locator("main a").all()[:40]:
+            href = link.get_attribute("href") or ""
+            assert not href.strip().lower().startswith("javascript:"), f"{where}: {href}"
+        _assert_inert(page, seen, where)
+    # The playground: the hostile text is in the context window of a real turn.
+    page.goto(f"{live_url}/dashboard/threads/{thread.pk}/playground/?projectId={pid}")
+    send_turn(page, PAYLOADS[1])
+    expect(page.get_by_test_id("context-tail")).to_contain_text(
+        PAYLOADS[1], timeout=TURN_TIMEOUT_MS
+    )
+    _assert_inert(page, seen, "playground")
+    expect(page.locator("#messages").get_by_text(PAYLOADS[0], exact=True).first).to_be_visible()
