@@ -6,6 +6,12 @@ browser. Events are sent after the surrounding transaction commits, so a listene
 sees a row that is later rolled back. A broadcast that fails (Redis down) is logged and
 never fails the write that caused it.
 
+Nothing is done for listeners that are not there: with the in-process channel layer (the
+default) a send to a group no consumer joined is skipped before its event dict is built.
+With Redis (REDIS_URL) listeners may be in any process, so every event is sent: from
+the server's pool threads through the server loop (``loop_sender``), elsewhere (a
+management command, a worker) with async_to_sync.
+
 Event shape: ``{"type": "thread.event", "event": <name>, "threadId": str, "data": {...}}``
 with names ``message.appended``, ``thread.compacted``, ``compaction.failed``,
 ``thread.changed``, ``thread.deleted``, ``chat.delta``, ``chat.done``, ``chat.error``.
@@ -17,10 +23,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
 
 from memoryapp import serializers
@@ -84,12 +91,25 @@ class _LoopSender:
 loop_sender = _LoopSender()
 
 
-def _send_now(thread_id: uuid.UUID | str, event: str, data: dict[str, Any]) -> None:
+def _nobody_listens(layer: Any, group: str) -> bool:
+    """True when no consumer can receive a send to ``group``, so it can be skipped.
+
+    Only provable for the in-process layer (channels' InMemoryChannelLayer, the default
+    without REDIS_URL): its consumers are in this process, and its ``groups`` holds every
+    channel that joined. A layer that crosses processes (Redis) may have listeners
+    elsewhere, so its sends always go out.
+    """
+    return isinstance(layer, InMemoryChannelLayer) and not layer.groups.get(group)
+
+
+def _send_now(thread_id: uuid.UUID | str, event: str, build: Callable[[], dict[str, Any]]) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
-    payload = {"type": "thread.event", "event": event, "threadId": str(thread_id), "data": data}
     group = thread_group(thread_id)
+    if _nobody_listens(layer, group):
+        return  # no event dict, no loop hand-off, no async_to_sync for nobody
+    payload = {"type": "thread.event", "event": event, "threadId": str(thread_id), "data": build()}
     if loop_sender.submit(group, payload):
         return
     try:
@@ -98,34 +118,42 @@ def _send_now(thread_id: uuid.UUID | str, event: str, data: dict[str, Any]) -> N
         logger.exception("broadcast of %s for thread %s failed", event, thread_id)
 
 
-def broadcast(thread_id: uuid.UUID | str, event: str, data: dict[str, Any]) -> None:
-    """Send ``event`` with ``data`` to the thread's group once the current transaction commits."""
-    transaction.on_commit(lambda: _send_now(thread_id, event, data))
+def broadcast(thread_id: uuid.UUID | str, event: str, build: Callable[[], dict[str, Any]]) -> None:
+    """Send ``event`` to the thread's group once the current transaction commits.
+
+    ``build`` makes the event's ``data`` and is called only if someone can listen.
+    """
+    transaction.on_commit(lambda: _send_now(thread_id, event, build))
 
 
 def message_appended(message: Message) -> None:
     """A message (or summary) row was stored."""
-    broadcast(message.thread_id, "message.appended", serializers.message_to_dict(message))
+    broadcast(message.thread_id, "message.appended", lambda: serializers.message_to_dict(message))
 
 
 def thread_compacted(result: CompactionResult) -> None:
     """A compaction run committed; the event carries the compact response body."""
-    broadcast(result.summary.thread_id, "thread.compacted", serializers.compaction_to_dict(result))
+    broadcast(
+        result.summary.thread_id,
+        "thread.compacted",
+        lambda: serializers.compaction_to_dict(result),
+    )
 
 
 def compaction_failed(thread_id: uuid.UUID, error: str) -> None:
     """A compaction run's model call failed; nothing was changed."""
-    broadcast(thread_id, "compaction.failed", {"error": error})
+    broadcast(thread_id, "compaction.failed", lambda: {"error": error})
 
 
 def thread_changed(thread: Thread) -> None:
     """Thread settings (dataset, tags, metadata, threshold) changed."""
-    broadcast(thread.pk, "thread.changed", serializers.thread_to_dict(thread))
+    data = serializers.thread_to_dict(thread)  # now: the caller may change ``thread`` later
+    broadcast(thread.pk, "thread.changed", lambda: data)
 
 
 def thread_deleted(thread_id: uuid.UUID) -> None:
     """The thread and its messages were deleted."""
-    broadcast(thread_id, "thread.deleted", {})
+    broadcast(thread_id, "thread.deleted", dict)
 
 
 def chat_stream(thread_id: uuid.UUID | str, event: str, data: dict[str, Any]) -> None:
@@ -134,4 +162,4 @@ def chat_stream(thread_id: uuid.UUID | str, event: str, data: dict[str, Any]) ->
     Not deferred to commit: the reply streams while the model is still generating, before
     anything is stored.
     """
-    _send_now(thread_id, event, data)
+    _send_now(thread_id, event, lambda: data)

@@ -22,7 +22,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
-from memoryapp import events
+from memoryapp import events, sql
 from memoryapp.errors import IdempotencyConflict, InvalidInput, ThreadNotFound
 from memoryapp.models import Message, Project, Thread, ThreadTag
 from memoryapp.results import (
@@ -204,6 +204,14 @@ def thread_list(
 # --- Messages -----------------------------------------------------------------------------
 
 
+class _Replay(Exception):
+    """Raised inside the append's transaction to undo its counter bump on a replay."""
+
+    def __init__(self, message_id: uuid.UUID) -> None:
+        super().__init__()
+        self.message_id = message_id
+
+
 def message_append(
     *,
     thread: Thread | str | uuid.UUID,
@@ -218,95 +226,74 @@ def message_append(
 ) -> AppendResult:
     """Append a message to ``thread`` and return what was stored (spec 002, POST messages).
 
-    The sequence number is taken from the thread row's counter under a row lock
-    (select_for_update; on SQLite the IMMEDIATE transaction's write lock), so concurrent
-    writers queue and numbers are 1..N with no gaps (DESIGN.md section 6 item 1).
+    Two statements in one transaction, whatever the thread's length (memoryapp.sql): an
+    ``UPDATE ... RETURNING`` of the thread row takes the next sequence number and adds the
+    message to the counters and token totals, then the INSERT. The UPDATE holds the row
+    lock (on SQLite the IMMEDIATE transaction's write lock) until commit, so concurrent
+    writers queue and numbers are 1..N with no gaps (DESIGN.md section 6 item 1). With
+    ``idempotency_key`` one more statement, under that lock, looks the key up; a replay
+    rolls the bump back and returns the first row with ``replayed`` True.
 
     When the insert brings the un-compacted, non-summary count to the thread's
     autoCompactThreshold, the result's ``compaction_due`` is True: the caller then runs
     memoryapp.compaction.auto_compact (message_append_compacting does both; DESIGN.md
-    section 6 item 2). A replay returns the first row with ``replayed`` True.
+    section 6 item 2).
 
     ``thread`` is a Thread or a thread id. With ``project``, the thread must belong to it:
-    the API passes the id and the key's project, so the scoped look-up is the locked read
-    itself and an append costs one read of the thread row, not two.
-
-    ``tokens`` is ``{"input", "output", "total"}`` (validated non-negative ints) or None.
-    ``createdAt`` is taken once the lock is held, so timestamps follow sequence order
-    unless the clock itself steps back (order is by sequence number either way).
+    the API passes the id and the key's project, so the scoped look-up is the UPDATE
+    itself. ``tokens`` is ``{"input", "output", "total"}`` (validated non-negative ints) or
+    None. ``createdAt`` is taken before the lock is waited for, so under contention two
+    timestamps may invert by that wait (order is by sequence number either way).
     Raises ThreadNotFound if the thread does not exist (any more), its id is malformed, or
     it is not in ``project``; IdempotencyConflict when ``idempotency_key`` was used on this
     thread for a different role or content.
     """
     pk = thread.pk if isinstance(thread, Thread) else _thread_pk(thread)
-    scope = Thread.objects.select_for_update()
-    if project is not None:
-        scope = scope.filter(project=project)
+    now = timezone.now()
+    message = Message(
+        thread_id=pk,
+        role=role,
+        content=content,
+        model=model,
+        latency_ms=latency_ms,
+        metadata=metadata or None,
+        idempotency_key=idempotency_key,
+        created_at=now,
+    )
+    if tokens is not None:
+        message.tokens_input = tokens["input"]
+        message.tokens_output = tokens["output"]
+        message.tokens_total = tokens["total"]
     try:
         with transaction.atomic():
-            try:
-                locked = scope.get(pk=pk)
-            except Thread.DoesNotExist as exc:
-                raise ThreadNotFound() from exc
-            now = timezone.now()
+            counters = sql.thread_bump(
+                thread_id=pk,
+                project_id=project.pk if project is not None else None,
+                now=now,
+                tokens=tokens,
+            )
+            if counters is None:
+                raise ThreadNotFound()
             if idempotency_key is not None:
-                existing = Message.objects.filter(
-                    thread=locked, idempotency_key=idempotency_key
-                ).first()
+                existing = sql.message_id_by_key(thread_id=pk, idempotency_key=idempotency_key)
                 if existing is not None:
-                    if existing.role != role or existing.content != content:
-                        raise IdempotencyConflict()
-                    return AppendResult(message=existing, replayed=True)
-            sequence = locked.next_sequence
-            trips = (
-                locked.auto_compact_threshold is not None
-                and locked.uncompacted_count + 1 >= locked.auto_compact_threshold
-            )
-            message = Message(
-                thread=locked,
-                sequence_number=sequence,
-                role=role,
-                content=content,
-                model=model,
-                latency_ms=latency_ms,
-                metadata=metadata or None,
-                idempotency_key=idempotency_key,
-                created_at=now,
-            )
-            if tokens is not None:
-                message.tokens_input = tokens["input"]
-                message.tokens_output = tokens["output"]
-                message.tokens_total = tokens["total"]
-                locked.tokens_input += tokens["input"]
-                locked.tokens_output += tokens["output"]
-                locked.tokens_total += tokens["total"]
-                locked.messages_with_tokens += 1
-            message.save(force_insert=True)
-            locked.next_sequence = sequence + 1
-            locked.uncompacted_count += 1
-            locked.last_activity = now
-            locked.last_message_at = now
-            if locked.first_message_at is None:
-                locked.first_message_at = now
-            locked.save(
-                update_fields=[
-                    "next_sequence",
-                    "uncompacted_count",
-                    "last_activity",
-                    "last_message_at",
-                    "first_message_at",
-                    "tokens_input",
-                    "tokens_output",
-                    "tokens_total",
-                    "messages_with_tokens",
-                ]
-            )
+                    raise _Replay(existing)
+            message.sequence_number = counters.sequence
+            sql.message_insert(message)
+    except _Replay as replay:
+        first = Message.objects.get(pk=replay.message_id)
+        if first.role != role or first.content != content:
+            raise IdempotencyConflict() from None
+        return AppendResult(message=first, replayed=True)
     except IntegrityError as exc:
         # Only reachable if two writers bypassed the row lock, which the lock prevents;
         # surface it as a conflict rather than a 500.
         raise IdempotencyConflict() from exc
+    message._state.adding = False
+    message._state.db = transaction.get_connection().alias
     events.message_appended(message)
-    return AppendResult(message=message, compaction_due=trips)
+    due = counters.threshold is not None and counters.uncompacted >= counters.threshold
+    return AppendResult(message=message, compaction_due=due)
 
 
 def message_list(
@@ -346,62 +333,66 @@ def message_list(
 # --- prepare ------------------------------------------------------------------------------
 
 
-def prepare(*, thread: Thread, message_limit: int = MESSAGE_LIMIT_DEFAULT) -> ContextWindow:
+def _window_read(
+    pk: uuid.UUID, project_id: int | None, limit: int
+) -> tuple[sql.WindowHead, list[tuple[str, str]]]:
+    attempt = 1
+    while True:
+        head = sql.window_head(thread_id=pk, project_id=project_id)
+        if head is None:
+            raise ThreadNotFound()
+        tail = sql.tail_read(thread_id=pk, before=head.next_sequence, limit=limit)
+        if len(tail) >= min(head.uncompacted_count, limit) or attempt == PREPARE_ATTEMPTS:
+            return head, tail
+        attempt += 1
+
+
+def prepare(
+    *,
+    thread: Thread | str | uuid.UUID,
+    project: Project | None = None,
+    message_limit: int = MESSAGE_LIMIT_DEFAULT,
+) -> ContextWindow:
     """Build the LLM-ready context window of ``thread`` (spec 002, POST prepare).
 
     Returns a ContextWindow: the active summary (id, covered range, text) or None, and the
     newest ``message_limit`` (1..100) un-compacted ordinary messages, oldest first. The
     summary does not count against ``message_limit``; ``warning`` is set when
     ``message_limit`` is below the thread's autoCompactThreshold (spec 000, "The
-    messageLimit trap").
+    messageLimit trap"). ``thread`` is a Thread or a thread id; with ``project`` it must
+    belong to that project. Raises ThreadNotFound otherwise (or for a malformed id).
 
-    ``thread`` should come from thread_get(with_summary=True): then this costs one query
-    (the tail, served by the partial index message_live_tail_idx) whatever the thread's
-    length, and no model call.
+    Two statements whatever the thread's length, reading only the columns the window
+    needs (memoryapp.sql): the thread row joined to its active summary, then the tail,
+    served by the partial index message_live_tail_idx. No model call.
 
-    The thread row (summary, counters) and the tail are two reads. A compaction that
-    commits between them folds the oldest live rows, which would leave them in neither
-    the summary read nor the tail; the tail then comes back shorter than the counters say,
-    and both are read again (two more queries, only under that race; at most
-    PREPARE_ATTEMPTS reads). Rows appended after the thread row was read are left out by
-    the ``next_sequence`` bound, so a full-length tail is the window as of that one read.
+    A compaction that commits between the two reads folds the oldest live rows, which
+    would leave them in neither the summary read nor the tail; the tail then comes back
+    shorter than the counters say, and both are read again (two more statements, only
+    under that race; at most PREPARE_ATTEMPTS rounds). Rows appended after the thread row
+    was read are left out by the ``next_sequence`` bound, so a full-length tail is the
+    window as of that one read.
     """
-    for attempt in range(PREPARE_ATTEMPTS):
-        tail = list(
-            Message.objects.filter(
-                thread=thread,
-                compacted_at__isnull=True,
-                is_summary=False,
-                sequence_number__lt=thread.next_sequence,
-            )
-            .order_by("-sequence_number")
-            .values_list("role", "content")[:message_limit]
-        )
-        if len(tail) >= min(thread.uncompacted_count, message_limit):
-            break
-        if attempt + 1 < PREPARE_ATTEMPTS:
-            try:
-                thread = Thread.objects.select_related("active_summary").get(pk=thread.pk)
-            except Thread.DoesNotExist as exc:
-                raise ThreadNotFound() from exc
+    pk = thread.pk if isinstance(thread, Thread) else _thread_pk(thread)
+    project_id = project.pk if project is not None else None
+    head, tail = _window_read(pk, project_id, message_limit)
     tail.reverse()
-    row = thread.active_summary if thread.active_summary_id else None
     summary = None
-    if row is not None:
+    if head.summary_id is not None:
         summary = WindowSummary(
-            message_id=row.id,
-            from_sequence=row.covers_from_sequence,
-            to_sequence=row.covers_to_sequence,
-            content=row.content,
+            message_id=head.summary_id,
+            from_sequence=head.summary_from,
+            to_sequence=head.summary_to,
+            content=head.summary_content or "",
         )
     return ContextWindow(
-        thread_id=thread.id,
-        dataset=thread.dataset,
+        thread_id=head.thread_id,
+        dataset=head.dataset,
         summary=summary,
         tail=tuple(ContextMessage(role, content) for role, content in tail),
-        message_count=thread.uncompacted_count,
+        message_count=head.uncompacted_count,
         message_limit=message_limit,
-        threshold=thread.auto_compact_threshold,
+        threshold=head.threshold,
     )
 
 

@@ -1,24 +1,94 @@
-"""API-key authentication for /v1: ``Authorization: Bearer <key>`` (DESIGN.md section 5)."""
+"""API-key authentication for /v1: ``Authorization: Bearer <key>`` (DESIGN.md section 5).
+
+Resolved keys are kept in a small per-process cache for KEY_CACHE_SECONDS, so a request
+costs no key query on the hot paths (a prepare is then two statements). A revocation or
+deletion in this process drops the entry at once (the model signals below); another
+process keeps honouring a revoked key for at most KEY_CACHE_SECONDS
+(docs/decisions.md, "API keys").
+"""
 
 from __future__ import annotations
 
+import threading
+import time
+from typing import Any
+
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
 from django.http import HttpRequest
 from ninja.security import HttpBearer
 
 from memoryapp.models import ApiKey
+from memoryapp.models.projects import hash_secret
 from memoryapp.ratelimit import api_key_rate_check
+
+# How long a resolved key is trusted without asking the database again.
+KEY_CACHE_SECONDS = 5.0
+# Entries kept at most; past that the cache starts over (a flood of distinct valid keys
+# is not a case worth an LRU).
+KEY_CACHE_SIZE = 1024
+
+
+class KeyCache:
+    """secret hash -> (ApiKey, monotonic expiry), shared by the process's threads."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[ApiKey, float]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, digest: str) -> ApiKey | None:
+        """The cached key for ``digest``, if still fresh."""
+        entry = self._entries.get(digest)
+        if entry is None or entry[1] < time.monotonic():
+            return None
+        return entry[0]
+
+    def put(self, digest: str, key: ApiKey) -> None:
+        """Remember ``key`` for KEY_CACHE_SECONDS."""
+        with self._lock:
+            if len(self._entries) >= KEY_CACHE_SIZE:
+                self._entries.clear()
+            self._entries[digest] = (key, time.monotonic() + KEY_CACHE_SECONDS)
+
+    def drop(self, digest: str) -> None:
+        """Forget ``digest`` (its key was revoked or deleted)."""
+        with self._lock:
+            self._entries.pop(digest, None)
+
+    def clear(self) -> None:
+        """Forget every key (tests)."""
+        with self._lock:
+            self._entries.clear()
+
+
+key_cache = KeyCache()
+
+
+@receiver(post_save, sender=ApiKey)
+@receiver(post_delete, sender=ApiKey)
+def _forget_changed_key(sender: Any, instance: ApiKey, **kwargs: Any) -> None:
+    # Any change to a key row (revoked above all) or its deletion, also by a project's
+    # cascade, takes effect on this process's next request.
+    key_cache.drop(instance.hash)
 
 
 class ApiKeyAuth(HttpBearer):
     """Resolves the bearer token to an active ApiKey; ``request.auth`` is that key.
 
     A missing, malformed, unknown or revoked key makes ninja raise AuthenticationError,
-    which memoryapp.api turns into 401 ``{"error": "Unauthorized"}``. A key past its rate
-    limit raises memoryapp.ratelimit.RateLimited (429).
+    which memoryapp.api turns into 401 ``{"error": "Unauthorized"}``. Only active keys
+    are cached, so an unknown key always asks the database. A key past its rate limit
+    raises memoryapp.ratelimit.RateLimited (429), cached or not.
     """
 
     def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
-        key = ApiKey.authenticate(token.strip())
-        if key is not None:
-            api_key_rate_check(request=request, key=key)
+        secret = token.strip()
+        digest = hash_secret(secret)
+        key = key_cache.get(digest)
+        if key is None:
+            key = ApiKey.authenticate(secret)
+            if key is None:
+                return None
+            key_cache.put(digest, key)
+        api_key_rate_check(request=request, key=key)
         return key

@@ -182,8 +182,9 @@ def prepare(
 ) -> dict[str, Any]:
     """Pure SQL, no model call: [active summary] + the newest un-compacted messages."""
     limit = payload.messageLimit if payload is not None else 20
-    thread = working.thread_get(project=_project(request), thread_id=thread_id, with_summary=True)
-    return serializers.window_to_dict(working.prepare(thread=thread, message_limit=limit))
+    # The project-scoped thread look-up is prepare's own first read (two statements in all).
+    window = working.prepare(thread=thread_id, project=_project(request), message_limit=limit)
+    return serializers.window_to_dict(window)
 
 
 @router.post(

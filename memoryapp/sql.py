@@ -1,0 +1,223 @@
+"""Raw SQL for the working-memory hot paths: append and prepare (spec 002; issue 11).
+
+Through the ORM an append cost five statements and a prepare's tail more time building
+and compiling its query than SQLite spent running it (docs/performance.md). These are
+the few statements those paths need, written once for SQLite (>= 3.35, for RETURNING)
+and PostgreSQL alike, reading and writing only the columns the callers use. Values pass
+through the model fields' own ``get_db_prep_*`` so every database stores what the ORM
+would (UUIDs as hex on SQLite, JSON, datetimes). memoryapp.working owns the transactions.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
+from typing import Any
+
+from django.db import connection
+
+from memoryapp.models import Message, Thread
+
+# The columns an append writes, in the INSERT's order.
+MESSAGE_COLUMNS = (
+    "id",
+    "thread_id",
+    "sequence_number",
+    "role",
+    "content",
+    "tokens_input",
+    "tokens_output",
+    "tokens_total",
+    "model",
+    "latency_ms",
+    "metadata",
+    "is_summary",
+    "covers_from_sequence",
+    "covers_to_sequence",
+    "compacted_at",
+    "idempotency_key",
+    "triggered_compaction",
+    "created_at",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Counters:
+    """The thread's counters right after an append took its number.
+
+    ``sequence`` is the number this append got; ``uncompacted`` the un-compacted ordinary
+    messages including it; ``threshold`` the autoCompactThreshold (None: disabled).
+    """
+
+    sequence: int
+    uncompacted: int
+    threshold: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class WindowHead:
+    """What prepare needs of the thread row and its active summary (one read)."""
+
+    thread_id: uuid.UUID
+    dataset: str
+    next_sequence: int
+    uncompacted_count: int
+    threshold: int | None
+    summary_id: uuid.UUID | None
+    summary_from: int | None
+    summary_to: int | None
+    summary_content: str | None
+
+
+def _q(name: str) -> str:
+    return connection.ops.quote_name(name)
+
+
+def _uuid(value: Any) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+
+
+def _db_uuid(value: uuid.UUID) -> Any:
+    return Thread._meta.pk.get_db_prep_value(value, connection)
+
+
+@cache
+def _bump_sql(vendor: str, scoped: bool) -> str:
+    t = _q(Thread._meta.db_table)
+    scope = f" AND {_q('project_id')} = %s" if scoped else ""
+    return (
+        f"UPDATE {t} SET next_sequence = next_sequence + 1, "
+        "uncompacted_count = uncompacted_count + 1, "
+        "last_activity = %s, last_message_at = %s, "
+        "first_message_at = COALESCE(first_message_at, %s), "
+        "tokens_input = tokens_input + %s, tokens_output = tokens_output + %s, "
+        "tokens_total = tokens_total + %s, messages_with_tokens = messages_with_tokens + %s "
+        f"WHERE id = %s{scope} "
+        "RETURNING next_sequence, uncompacted_count, auto_compact_threshold"
+    )
+
+
+def thread_bump(
+    *,
+    thread_id: uuid.UUID,
+    project_id: int | None,
+    now: datetime,
+    tokens: dict[str, int] | None,
+) -> Counters | None:
+    """Take the thread's next sequence number and add one message to its counters.
+
+    One ``UPDATE ... RETURNING``: on PostgreSQL it takes the row lock itself, so
+    concurrent appends queue on it until this transaction ends; on SQLite the IMMEDIATE
+    transaction already holds the write lock. Also sets the activity times and adds
+    ``tokens`` (``{"input", "output", "total"}`` or None) to the totals. Returns None when
+    no thread ``thread_id`` exists (in project ``project_id``, when given). Must run
+    inside the caller's transaction.
+    """
+    at = connection.ops.adapt_datetimefield_value(now)
+    t_in, t_out, t_total, counted = (
+        (tokens["input"], tokens["output"], tokens["total"], 1) if tokens else (0, 0, 0, 0)
+    )
+    params: list[Any] = [at, at, at, t_in, t_out, t_total, counted, _db_uuid(thread_id)]
+    if project_id is not None:
+        params.append(project_id)
+    with connection.cursor() as cursor:
+        cursor.execute(_bump_sql(connection.vendor, project_id is not None), params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return Counters(sequence=int(row[0]) - 1, uncompacted=int(row[1]), threshold=row[2])
+
+
+@cache
+def _insert_sql(vendor: str) -> str:
+    columns = ", ".join(_q(c) for c in MESSAGE_COLUMNS)
+    marks = ", ".join(["%s"] * len(MESSAGE_COLUMNS))
+    return f"INSERT INTO {_q(Message._meta.db_table)} ({columns}) VALUES ({marks})"
+
+
+@cache
+def _fields() -> list[Any]:
+    by_column = {f.column: f for f in Message._meta.concrete_fields}
+    return [by_column[c] for c in MESSAGE_COLUMNS]
+
+
+def message_insert(message: Message) -> None:
+    """INSERT one message row with every column (one statement, no RETURNING)."""
+    params = [
+        field.get_db_prep_save(getattr(message, field.attname), connection) for field in _fields()
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(_insert_sql(connection.vendor), params)
+
+
+def message_id_by_key(*, thread_id: uuid.UUID, idempotency_key: str) -> uuid.UUID | None:
+    """The id of the thread's message stored with ``idempotency_key``, or None (one
+    statement on the unique (thread, idempotency_key) index)."""
+    sql = (
+        f"SELECT id FROM {_q(Message._meta.db_table)} "
+        "WHERE thread_id = %s AND idempotency_key = %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [_db_uuid(thread_id), idempotency_key])
+        row = cursor.fetchone()
+    return None if row is None else _uuid(row[0])
+
+
+@cache
+def _head_sql(vendor: str, scoped: bool) -> str:
+    t, m = _q(Thread._meta.db_table), _q(Message._meta.db_table)
+    scope = " AND t.project_id = %s" if scoped else ""
+    return (
+        "SELECT t.id, t.dataset, t.next_sequence, t.uncompacted_count, "
+        "t.auto_compact_threshold, s.id, s.covers_from_sequence, s.covers_to_sequence, "
+        f"s.content FROM {t} t LEFT JOIN {m} s ON s.id = t.active_summary_id "
+        f"WHERE t.id = %s{scope}"
+    )
+
+
+def window_head(*, thread_id: uuid.UUID, project_id: int | None) -> WindowHead | None:
+    """Read prepare's thread fields and the active summary in one statement; None when
+    no thread ``thread_id`` exists (in project ``project_id``, when given)."""
+    params: list[Any] = [_db_uuid(thread_id)]
+    if project_id is not None:
+        params.append(project_id)
+    with connection.cursor() as cursor:
+        cursor.execute(_head_sql(connection.vendor, project_id is not None), params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return WindowHead(
+        thread_id=_uuid(row[0]),
+        dataset=row[1],
+        next_sequence=int(row[2]),
+        uncompacted_count=int(row[3]),
+        threshold=row[4],
+        summary_id=None if row[5] is None else _uuid(row[5]),
+        summary_from=row[6],
+        summary_to=row[7],
+        summary_content=row[8],
+    )
+
+
+@cache
+def _tail_sql(vendor: str) -> str:
+    m = _q(Message._meta.db_table)
+    # The predicate written as the ORM writes it, so the partial index
+    # message_live_tail_idx (compacted_at IS NULL AND NOT is_summary) serves it on both
+    # databases: SQLite matches an index's WHERE term by term.
+    return (
+        f"SELECT {m}.{_q('role')}, {m}.{_q('content')} FROM {m} "
+        f"WHERE ({m}.{_q('compacted_at')} IS NULL AND NOT {m}.{_q('is_summary')} "
+        f"AND {m}.{_q('sequence_number')} < %s AND {m}.{_q('thread_id')} = %s) "
+        f"ORDER BY {m}.{_q('sequence_number')} DESC LIMIT %s"
+    )
+
+
+def tail_read(*, thread_id: uuid.UUID, before: int, limit: int) -> list[tuple[str, str]]:
+    """The newest ``limit`` un-compacted ordinary messages numbered below ``before``, as
+    ``(role, content)``, newest first (one statement on message_live_tail_idx)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_tail_sql(connection.vendor), [before, _db_uuid(thread_id), limit])
+        return [(role, content) for role, content in cursor.fetchall()]

@@ -1,0 +1,144 @@
+"""memoryapp/sql.py: the hot paths' statements, counted, and what they store (issue 11).
+
+Statement counts are exact and do not grow with the thread (inside a test's transaction
+the append's own BEGIN and COMMIT show as SAVEPOINT and RELEASE): an append is the thread
+UPDATE ... RETURNING and the INSERT (plus the key look-up with an Idempotency-Key);
+prepare is the thread row joined to its summary, then the tail; over /v1 the API key
+adds one statement only when it is not cached.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from memoryapp import events, sql, working
+from memoryapp.api.auth import key_cache
+from memoryapp.models import ApiKey, Message, Project, Thread
+from tests.conftest import BASE, Api
+from tests.test_prepare import bulk_thread
+
+
+@pytest.fixture
+def thread_id(api: Api) -> str:
+    return str(api.create_thread()["threadId"])
+
+
+def statements(work: Any) -> list[str]:
+    with CaptureQueriesContext(connection) as ctx:
+        work()
+    return [q["sql"].split()[0].upper() for q in ctx.captured_queries]
+
+
+@pytest.mark.parametrize("length", [0, 10_000])
+def test_it_appends_in_two_statements_whatever_the_length(project: Project, length: int) -> None:
+    thread = bulk_thread(project, ordinary=length, folded=0)
+
+    done = statements(lambda: working.message_append(thread=thread.pk, role="user", content="hi"))
+
+    assert done == ["SAVEPOINT", "UPDATE", "INSERT", "RELEASE"]
+    row = Message.objects.get(thread=thread, sequence_number=length + 1)
+    assert (row.role, row.content) == ("user", "hi")
+
+
+def test_it_looks_an_idempotency_key_up_under_the_lock_in_one_more_statement(
+    project: Project,
+) -> None:
+    thread = working.thread_create(project=project, dataset="d")
+
+    first = statements(
+        lambda: working.message_append(thread=thread, role="user", content="hi", idempotency_key="k")
+    )
+    replay = statements(
+        lambda: working.message_append(thread=thread, role="user", content="hi", idempotency_key="k")
+    )
+
+    assert first == ["SAVEPOINT", "UPDATE", "SELECT", "INSERT", "RELEASE"]
+    # The replay rolls its bump back, then reads the first row.
+    assert replay == ["SAVEPOINT", "UPDATE", "SELECT", "ROLLBACK", "RELEASE", "SELECT"]
+    fresh = Thread.objects.get(pk=thread.pk)
+    assert (fresh.next_sequence, fresh.uncompacted_count) == (2, 1)
+
+
+def test_it_keeps_the_thread_counters_and_totals(project: Project) -> None:
+    thread = working.thread_create(project=project, dataset="d", auto_compact_threshold=3)
+
+    results = [
+        working.message_append(
+            thread=thread.pk, project=project, role="user", content=f"m{i}", tokens=tokens
+        )
+        for i, tokens in enumerate([None, {"input": 2, "output": 3, "total": 6}, None])
+    ]
+
+    fresh = Thread.objects.get(pk=thread.pk)
+    assert [r.message.sequence_number for r in results] == [1, 2, 3]
+    assert [r.compaction_due for r in results] == [False, False, True]
+    assert (fresh.next_sequence, fresh.uncompacted_count, fresh.messages_with_tokens) == (4, 3, 1)
+    assert (fresh.tokens_input, fresh.tokens_output, fresh.tokens_total) == (2, 3, 6)
+    assert fresh.first_message_at == results[0].message.created_at
+    assert fresh.last_message_at == fresh.last_activity == results[2].message.created_at
+
+
+def test_it_refuses_a_thread_of_another_project_without_touching_it(project: Project) -> None:
+    other = Project.objects.create(slug="other", name="Other")
+    thread = working.thread_create(project=other, dataset="d")
+
+    assert sql.thread_bump(thread_id=thread.pk, project_id=project.pk, now=timezone.now(), tokens=None) is None
+    assert sql.window_head(thread_id=thread.pk, project_id=project.pk) is None
+    assert Thread.objects.get(pk=thread.pk).next_sequence == 1
+
+
+@pytest.mark.parametrize(("ordinary", "folded"), [(10, 0), (10_000, 9_990)])
+def test_it_prepares_in_two_statements_and_one_more_for_an_uncached_key(
+    api: Api, project: Project, ordinary: int, folded: int
+) -> None:
+    thread = bulk_thread(project, ordinary=ordinary, folded=folded, threshold=30)
+    ApiKey.objects.update(last_used=timezone.now())  # the key's last_used write is not prepare's
+    key_cache.clear()
+    url = f"{BASE}/threads/{thread.pk}/prepare"
+
+    cold = statements(lambda: api.post(url, {"messageLimit": 30}))
+    warm = statements(lambda: api.post(url, {"messageLimit": 30}))
+
+    assert cold == ["SELECT", "SELECT", "SELECT"]  # the key, the thread + summary, the tail
+    assert warm == ["SELECT", "SELECT"]
+
+
+def test_it_appends_over_the_api_in_two_statements_with_a_cached_key(
+    api: Api, thread_id: str
+) -> None:
+    api.append(thread_id, "warm the key cache")
+
+    done = statements(lambda: api.append(thread_id, "hi"))
+
+    assert done == ["SAVEPOINT", "UPDATE", "INSERT", "RELEASE"]
+
+
+def test_it_forgets_a_revoked_key_at_once_in_this_process(api: Api, thread_id: str) -> None:
+    assert api.append(thread_id, "cached").status_code == 201
+    key = ApiKey.objects.get()
+
+    key.revoke()
+
+    assert api.append(thread_id, "refused").status_code == 401
+
+
+def test_it_builds_no_event_for_a_thread_nobody_watches(
+    project: Project, monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any
+) -> None:
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("an event was built or sent for nobody")
+
+    monkeypatch.setattr(events.serializers, "message_to_dict", fail)
+    monkeypatch.setattr(events, "async_to_sync", fail)
+    thread = working.thread_create(project=project, dataset="d")
+
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        result = working.message_append(thread=thread, role="user", content="hi")
+
+    assert result.message.sequence_number == 1
+    assert len(callbacks) == 1  # the broadcast ran, and sent nothing
