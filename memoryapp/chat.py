@@ -27,7 +27,7 @@ from memoryapp.tokens import count_tokens
 
 logger = logging.getLogger(__name__)
 
-RECALL_INCLUDE = ("episodes", "synthesis", "raw")
+RECALL_INCLUDE = ("episodes", "facts", "synthesis", "raw")
 RECALL_LIMIT = 10
 # Strings longer than this are cut in the stored context view (the messages themselves
 # keep their full content); token counts are taken before cutting.

@@ -16,12 +16,25 @@ from pydantic_core import PydanticCustomError
 
 from memoryapp import recall as recall_domain
 from memoryapp import working
-from memoryapp.api.schemas import ErrorOut
+from memoryapp.api.schemas import ErrorOut, is_blank
 from memoryapp.models import ApiKey
 
 router = Router(tags=["recall"])
 
 Layer = Literal["episodes", "facts", "synthesis", "raw"]
+
+
+RangeSize = Annotated[int, Field(strict=True, ge=0, le=recall_domain.RANGE_MAX)]
+
+
+class MessageRangeIn(Schema):
+    """Neighbours each raw hit carries: ``before`` and ``after`` messages of its thread.
+    Left out: the reply that follows a hit that asks a question."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    before: RangeSize = 0
+    after: RangeSize = 0
 
 
 class RecallIn(Schema):
@@ -31,33 +44,44 @@ class RecallIn(Schema):
 
     dataset: Annotated[str, Field(min_length=1, max_length=200)]
     query: Annotated[str, Field(min_length=1, max_length=10_000)]
+    # Synthesis is a model call: only when asked for.
     include: Annotated[list[Layer], Field(min_length=1, max_length=4)] = [
         "episodes",
         "facts",
-        "synthesis",
         "raw",
     ]
     limit: Annotated[int, Field(strict=True, ge=1, le=recall_domain.LIMIT_MAX)] = 10
     threadId: uuid.UUID | None = None
+    messageRange: MessageRangeIn | None = None
 
     @field_validator("dataset", "query")
     @classmethod
     def _not_blank(cls, value: str) -> str:
-        if not value.strip():
+        if is_blank(value):  # also zero-width and other invisible characters
             raise PydanticCustomError("blank", "must not be blank")
         if "\x00" in value:
             raise PydanticCustomError("nul_character", "must not contain NUL characters")
         return value
 
 
-class RawMessageOut(Schema):
+class NeighbourOut(Schema):
     messageId: str
-    threadId: str
     sequenceNumber: int
     role: str
     content: str
     createdAt: str
+
+
+class RangeOut(Schema):
+    fromSequence: int
+    toSequence: int
+
+
+class RawMessageOut(NeighbourOut):
+    threadId: str
     score: float
+    messageRange: RangeOut
+    neighbours: list[NeighbourOut]
 
 
 class RecallOut(Schema):
@@ -92,4 +116,9 @@ def recall(request: HttpRequest, payload: RecallIn) -> dict[str, Any]:
         include=list(dict.fromkeys(payload.include)),
         limit=payload.limit,
         thread_id=payload.threadId,
+        message_range=(
+            None
+            if payload.messageRange is None
+            else (payload.messageRange.before, payload.messageRange.after)
+        ),
     )

@@ -1,0 +1,317 @@
+"""Long-term memory on the LoCoMo conversations: load through /v1, end(), extract, recall.
+
+    .venv/bin/python bench/locomo.py [--database sqlite|postgres] [--data DIR] [--json FILE]
+
+**Load.** Every conversation in ``--data`` (default ../shared/data/locomo, read in place,
+never copied) is its own dataset (``conv-26``, ...); every session one thread of it,
+created with POST /v1/memory/working/threads, tags ``["locomo", "session_N"]`` and
+metadata ``{"session": N, "sessionDate": ISO date-time of the session, "participants":
+{"user": speaker_a, "assistant": speaker_b}}`` (recall reads ``participants`` as the
+speaker field). Every turn is one POST .../messages: ``speaker_a`` the ``user``,
+``speaker_b`` the ``assistant``, content the turn's text, plus ``[image: caption]`` when
+the turn shared a photo (the caption is all the text there is of it).
+
+**Extract.** When the service has end() (POST .../threads/{id}/end), every thread is
+ended and its job run to completion; the episodes, facts and entities made per
+conversation and the extraction time are printed. Without it, this step says so and
+recall works on raw messages only.
+
+**Ask.** Every category 1-4 question with evidence goes to POST /v1/memory/recall
+(``include`` episodes, facts, raw; limit 20; no current thread, so every thread of the
+dataset is searched). Evidence recall@k: the message ids the returned items cite, in rank
+order (items of all layers ordered by their ``rank``), de-duplicated, cut at k: a raw hit
+cites itself and its returned neighbours, a fact its source messages, an episode the
+messages it quotes (never its whole range); the share of the question's evidence turns
+among them, averaged over questions. Printed overall and per category beside the BM25
+reference of the data's README, with recall latency p50/p95 (the domain function, and the
+whole HTTP request through Django's test client).
+
+``--json FILE`` writes ``{"overall": {"5", "10", "20"}, "byCategory": {"1": {...}, ...},
+"latencyMs": {"p50", "p95", "apiP50", "apiP95"}, "database", "questions",
+"conversations": [...]}``.
+
+Throwaway database (a temporary SQLite file, or a new PostgreSQL database dropped at
+exit), offline model, no network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from _common import (
+    BASE,
+    DEFAULT_POSTGRES_URL,
+    LOCOMO_DATA,
+    Api,
+    conversation_files,
+    percentile,
+    throwaway_database,
+)
+
+KS = (5, 10, 20)
+REFERENCE = {5: 0.521, 10: 0.578, 20: 0.626}
+RECALL = "/v1/memory/recall"
+LAYERS = ("episodes", "facts", "raw")
+
+
+@dataclass
+class Question:
+    text: str
+    evidence: list[str]
+    category: int
+
+
+@dataclass
+class Loaded:
+    """One conversation as stored: its dataset, threads, message id -> dia_id, questions."""
+
+    dataset: str
+    thread_ids: list[str]
+    dia_of: dict[str, str]
+    questions: list[Question]
+    extraction_seconds: float = 0.0
+    made: dict[str, int] = field(default_factory=dict)
+
+
+def session_date(text: str) -> str:
+    """LoCoMo's "1:56 pm on 8 May, 2023" as ISO 8601 ("2023-05-08T13:56:00")."""
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").isoformat()
+
+
+def load(api: Api, path: Path) -> Loaded:
+    """Create the conversation's threads and append every turn through /v1."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    dataset = path.stem
+    speakers = {data["speaker_a"]: "user", data["speaker_b"]: "assistant"}
+    numbers = sorted(int(m.group(1)) for k in data if (m := re.fullmatch(r"session_(\d+)", k)))
+    loaded = Loaded(dataset=dataset, thread_ids=[], dia_of={}, questions=[])
+    for number in numbers:
+        metadata = {
+            "session": number,
+            "sessionDate": session_date(data[f"session_{number}_date_time"]),
+            "participants": {role: name for name, role in speakers.items()},
+        }
+        thread = api.ok(
+            "POST",
+            f"{BASE}/threads",
+            {"dataset": dataset, "tags": ["locomo", f"session_{number}"], "metadata": metadata},
+            expect=201,
+        )
+        loaded.thread_ids.append(thread["threadId"])
+        for turn in data[f"session_{number}"]:
+            content = turn["text"]
+            if turn.get("blip_caption"):
+                content += f" [image: {turn['blip_caption']}]"
+            body = {"role": speakers[turn["speaker"]], "content": content}
+            appended = api.ok(
+                "POST", f"{BASE}/threads/{thread['threadId']}/messages", body, expect=201
+            )
+            loaded.dia_of[appended["messageId"]] = turn["dia_id"]
+    loaded.questions = [
+        Question(str(q["question"]), list(q["evidence"]), int(q["category"]))
+        for q in data["qa"]
+        if int(q["category"]) in (1, 2, 3, 4) and q.get("evidence")
+    ]
+    return loaded
+
+
+def has_end() -> bool:
+    """Whether this service has end() (its route resolves)."""
+    from django.urls import Resolver404, resolve
+
+    try:
+        resolve(f"{BASE}/threads/00000000-0000-0000-0000-000000000000/end")
+    except Resolver404:
+        return False
+    return True
+
+
+def count_all(api: Api, path: str, key: str, **params: Any) -> int:
+    """Rows of a cursor-paged list endpoint."""
+    total, cursor = 0, None
+    while True:
+        query = dict(params, cursor=cursor) if cursor else params
+        page = api.ok("GET", path, **query)
+        total += len(page[key])
+        cursor = page.get("nextCursor")
+        if not cursor:
+            return total
+
+
+def extract(api: Api, loaded: Loaded) -> None:
+    """end() every thread of the conversation, wait for each job, count what was made."""
+    started = time.perf_counter()
+    for thread_id in loaded.thread_ids:
+        status, body = api.request("POST", f"{BASE}/threads/{thread_id}/end")
+        if status == 200:  # nothing to extract
+            continue
+        if status != 202:
+            raise SystemExit(f"end() of {thread_id} answered {status}: {body}")
+        job = body
+        while job["status"] in ("queued", "running"):
+            time.sleep(0.01)
+            job = api.ok("GET", f"/v1/memory/jobs/{body['jobId']}")
+        if job["status"] != "succeeded":
+            raise SystemExit(f"extraction job {body['jobId']} {job['status']}: {job['error']}")
+    loaded.extraction_seconds = time.perf_counter() - started
+    loaded.made = {
+        "episodes": count_all(
+            api, "/v1/memory/episodic/episodes", "episodes", dataset=loaded.dataset
+        ),
+        "facts": count_all(api, "/v1/memory/semantic/facts", "facts", dataset=loaded.dataset),
+        "entities": count_all(
+            api, "/v1/memory/semantic/entities", "entities", dataset=loaded.dataset
+        ),
+    }
+
+
+def cited(result: dict[str, Any]) -> list[str]:
+    """Message ids the returned items cite, in rank order, de-duplicated (module doc)."""
+    items: list[tuple[int, int, list[str]]] = []
+    for layer_index, layer in enumerate(LAYERS):
+        for position, item in enumerate(result.get(layer) or []):
+            if layer == "raw":
+                ids = [item["messageId"], *(n["messageId"] for n in item.get("neighbours", []))]
+            elif layer == "facts":
+                ids = list(item.get("sourceMessageIds") or [])
+            else:
+                ids = list(item.get("quotedMessageIds") or [])
+            rank = item.get("rank", position + 1)
+            items.append((rank, layer_index, ids))
+    items.sort(key=lambda t: (t[0], t[1]))
+    return list(dict.fromkeys(i for _, _, ids in items for i in ids))
+
+
+def ask(api: Api, project: Any, loaded: Loaded, scores: dict[str, Any]) -> None:
+    """Ask every question twice (domain function timed, then the API measured)."""
+    from memoryapp.recall import recall
+
+    for q in loaded.questions:
+        t0 = time.perf_counter()
+        recall(project=project, dataset=loaded.dataset, query=q.text, include=LAYERS, limit=max(KS))
+        scores["latency"].append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        result = api.ok(
+            "POST",
+            RECALL,
+            {"dataset": loaded.dataset, "query": q.text, "include": list(LAYERS), "limit": max(KS)},
+        )
+        scores["apiLatency"].append((time.perf_counter() - t0) * 1000)
+        ranked = [loaded.dia_of.get(i, "") for i in cited(result)]
+        evidence = set(q.evidence)
+        per = scores["byCategory"].setdefault(q.category, {"n": 0, **{k: 0.0 for k in KS}})
+        per["n"] += 1
+        for k in KS:
+            share = len(evidence & set(ranked[:k])) / len(evidence)
+            scores["overall"][k] += share
+            per[k] += share
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES_URL)
+    parser.add_argument("--data", type=Path, default=LOCOMO_DATA)
+    parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    return parser.parse_args()
+
+
+def report(
+    label: str, conversations: list[Loaded], scores: dict[str, Any], ended: bool
+) -> dict[str, Any]:
+    """Print the figures; return them as --json writes them."""
+    n = sum(c["n"] for c in scores["byCategory"].values())
+    print(f"LoCoMo long-term memory, {label}; model: offline")
+    if ended:
+        print(
+            f"\n{'conversation':<13}{'threads':>8}{'messages':>9}{'episodes':>9}{'facts':>7}{'entities':>9}{'extract s':>10}"
+        )
+        for c in conversations:
+            print(
+                f"{c.dataset:<13}{len(c.thread_ids):>8}{len(c.dia_of):>9}{c.made['episodes']:>9}"
+                f"{c.made['facts']:>7}{c.made['entities']:>9}{c.extraction_seconds:>10.2f}"
+            )
+    else:
+        print("\nend() is not in this service yet: no extraction, recall answers from raw messages")
+    print(f"\nevidence recall@k over {n} questions (categories 1-4)")
+    print(f"{'':>22}" + "".join(f"{'@' + str(k):>9}" for k in KS))
+    overall = {str(k): round(scores["overall"][k] / n, 3) for k in KS}
+    print(f"{'this service':>22}" + "".join(f"{overall[str(k)]:>9.3f}" for k in KS))
+    print(f"{'reference BM25':>22}" + "".join(f"{REFERENCE[k]:>9.3f}" for k in KS))
+    by_category = {}
+    for category in sorted(scores["byCategory"]):
+        row = scores["byCategory"][category]
+        by_category[str(category)] = {str(k): round(row[k] / row["n"], 3) for k in KS}
+        name = f"category {category} ({row['n']})"
+        print(f"{name:>22}" + "".join(f"{by_category[str(category)][str(k)]:>9.3f}" for k in KS))
+    latency = {
+        "p50": round(percentile(scores["latency"], 50), 2),
+        "p95": round(percentile(scores["latency"], 95), 2),
+        "apiP50": round(percentile(scores["apiLatency"], 50), 2),
+        "apiP95": round(percentile(scores["apiLatency"], 95), 2),
+    }
+    print(
+        f"\nrecall latency: p50 {latency['p50']:.1f} ms, p95 {latency['p95']:.1f} ms "
+        f"(POST {RECALL}: p50 {latency['apiP50']:.1f} ms, p95 {latency['apiP95']:.1f} ms)"
+    )
+    return {
+        "overall": overall,
+        "byCategory": by_category,
+        "latencyMs": latency,
+        "database": label,
+        "questions": n,
+        "conversations": [
+            {
+                "dataset": c.dataset,
+                "threads": len(c.thread_ids),
+                "messages": len(c.dia_of),
+                **c.made,
+                "extractionSeconds": round(c.extraction_seconds, 3),
+            }
+            for c in conversations
+        ],
+    }
+
+
+def main() -> int:
+    args = arguments()
+    files = conversation_files(args.data)
+    with throwaway_database(args.database, args.postgres_url) as label:
+        from memoryapp.models import Project
+
+        api = Api.for_new_project("locomo")
+        project = Project.objects.get(slug="locomo")
+        conversations = [load(api, path) for path in files]
+        ended = has_end()
+        if ended:
+            for loaded in conversations:
+                extract(api, loaded)
+        if args.database == "postgres":
+            from _common import analyze_tables
+
+            analyze_tables()
+        by_category: dict[int, dict[int | str, float]] = {}
+        scores: dict[str, Any] = {
+            "overall": dict.fromkeys(KS, 0.0),
+            "byCategory": by_category,
+            "latency": [],
+            "apiLatency": [],
+        }
+        for loaded in conversations:
+            ask(api, project, loaded, scores)
+        figures = report(label, conversations, scores, ended)
+    if args.json is not None:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

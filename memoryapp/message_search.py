@@ -1,0 +1,382 @@
+"""Raw-message search: recall's raw layer (DESIGN.md section 5, "POST /recall").
+
+How a query is answered, in order:
+
+1. **Candidates** from the database's full-text engine over the dataset's messages (other
+   threads than the caller's; summary rows never): the best CANDIDATES by SQLite FTS5
+   ``bm25()`` over the porter-stemmed index, or by PostgreSQL ``ts_rank_cd`` over the
+   stored 'english' ``search_vector`` (migration 0006). The user's words are never handed
+   to the engine's syntax: each is quoted (FTS5) or goes through ``plainto_tsquery``, OR-ed.
+2. **Neighbour evidence**: a message whose neighbours in its thread also match gains
+   NEIGHBOUR_WEIGHT of their scores (a topic discussed over several turns outranks a
+   stray word in one).
+3. **Speaker field**: a message whose speaker (speaker_name: the message's ``agentName``
+   or the thread's ``metadata.participants`` entry for its role) is named in the query is
+   multiplied by SPEAKER_BOOST. Names are near every row
+   of a two-person conversation, so as plain words they carry almost no weight; as a
+   field they say whose statement is asked about.
+4. **Message range**: each hit carries neighbours. By default (``message_range`` None) the
+   reply that follows a hit that asks a question (a question and its answer sit in
+   adjacent turns); or a fixed ``(before, after)`` window.
+
+Scores are higher-is-better and comparable only within one call.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import connection
+
+from memoryapp.models import Project
+
+FTS_TABLE = "memoryapp_message_fts"
+PG_SEARCH_CONFIG = "english"
+# How many full-text candidates are re-ranked; the final list is at most 50 (LIMIT_MAX).
+CANDIDATES = 60
+NEIGHBOUR_WEIGHT = 0.4
+SPEAKER_BOOST = 1.6
+# Upper bound on query words sent to the engine: a pasted essay must not become a
+# thousand-term OR query.
+MAX_QUERY_TERMS = 32
+RANGE_MAX = 5
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Words that carry no meaning for search; on PostgreSQL the 'english' configuration drops
+# them anyway, on SQLite they would match nearly every row.
+STOP_WORDS = frozenset(
+    {
+        "a",
+        "about",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "him",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "she",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "to",
+        "too",
+        "us",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+    }
+)
+
+
+def query_words(text: str) -> list[str]:
+    """Every distinct lower-cased word of ``text``, in order."""
+    return list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+
+
+def query_terms(query: str) -> list[str]:
+    """The distinct lower-cased words of ``query`` used for search, in order.
+
+    Stop words are dropped unless nothing else is left; at most MAX_QUERY_TERMS words.
+    """
+    words = query_words(query)
+    meaningful = [w for w in words if w not in STOP_WORDS]
+    return (meaningful or words)[:MAX_QUERY_TERMS]
+
+
+def fts5_match_expression(terms: Iterable[str]) -> str:
+    """An FTS5 MATCH expression OR-ing ``terms``, each a quoted string (no syntax leaks)."""
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+
+
+@dataclass(slots=True)
+class Row:
+    """The columns of one message that recall uses (read in raw SQL: building model
+    instances for every candidate cost more than the search itself)."""
+
+    id: uuid.UUID
+    thread_id: uuid.UUID
+    sequence_number: int
+    role: str
+    content: str
+    created_at: datetime
+    speaker: str | None
+
+
+@dataclass
+class RawHit:
+    """One recalled message: its row, its final score, and its neighbours in the thread
+    (sequence order, the hit itself not among them)."""
+
+    message: Row
+    score: float
+    neighbours: list[Row] = field(default_factory=list)
+
+
+# Columns every query below selects, in Row's order; ``m`` is the message, ``t`` its thread.
+_COLUMNS = (
+    "m.id, m.thread_id, m.sequence_number, m.role, m.content, m.created_at, m.metadata, t.metadata"
+)
+
+
+def _json(value: Any) -> Any:
+    # Django reads JSON columns as text on both engines (it parses them itself).
+    if isinstance(value, str | bytes):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value
+
+
+def speaker_name(message_metadata: Any, thread_metadata: Any, role: str) -> str | None:
+    """Who said a message: its ``metadata.agentName``, else the name the thread's
+    ``metadata.participants`` gives its role (``{"user": "Caroline", ...}``), else None."""
+    own = message_metadata.get("agentName") if isinstance(message_metadata, dict) else None
+    if isinstance(own, str) and own.strip():
+        return own
+    participants = (
+        thread_metadata.get("participants") if isinstance(thread_metadata, dict) else None
+    )
+    name = participants.get(role) if isinstance(participants, dict) else None
+    return name if isinstance(name, str) and name.strip() else None
+
+
+def _row(values: Sequence[Any], speakers: dict[Any, Any]) -> Row:
+    pk, thread_id, seq, role, content, created, meta, thread_meta = values[:8]
+    if isinstance(created, str):  # SQLite: naive UTC text
+        created = datetime.fromisoformat(created).replace(tzinfo=UTC)
+    # Thread metadata is parsed once per thread, not once per row.
+    if thread_meta not in speakers:
+        speakers[thread_meta] = _json(thread_meta)
+    return Row(
+        id=pk if isinstance(pk, uuid.UUID) else uuid.UUID(str(pk)),
+        thread_id=thread_id if isinstance(thread_id, uuid.UUID) else uuid.UUID(str(thread_id)),
+        sequence_number=int(seq),
+        role=role,
+        content=content,
+        created_at=created,
+        speaker=speaker_name(_json(meta) if meta else None, speakers[thread_meta], role),
+    )
+
+
+def _fetch(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _candidates_sqlite(
+    *, project: Project, dataset: str, terms: list[str], exclude: uuid.UUID | None
+) -> list[tuple[Any, ...]]:
+    # bm25() is lower-is-better; scores here are higher-is-better.
+    sql = f"""
+        SELECT {_COLUMNS}, -bm25({FTS_TABLE}) AS score
+        FROM {FTS_TABLE}
+        JOIN memoryapp_message AS m ON m.rowid = {FTS_TABLE}.rowid
+        JOIN memoryapp_thread AS t ON t.id = m.thread_id
+        WHERE {FTS_TABLE} MATCH %s
+          AND t.project_id = %s AND t.dataset = %s
+          AND m.is_summary = 0
+          {"AND t.id <> %s" if exclude is not None else ""}
+        ORDER BY bm25({FTS_TABLE}), m.created_at DESC
+        LIMIT %s
+    """
+    params: list[Any] = [fts5_match_expression(terms), project.pk, dataset]
+    if exclude is not None:
+        params.append(exclude.hex)  # Django stores UUIDs as 32 hex characters on SQLite
+    params.append(CANDIDATES)
+    return _fetch(sql, params)
+
+
+def _candidates_postgresql(
+    *, project: Project, dataset: str, terms: list[str], exclude: uuid.UUID | None
+) -> list[tuple[Any, ...]]:
+    # plainto_tsquery ignores every operator character, so user input cannot error; a
+    # term that is a stop word becomes an empty query, which || skips.
+    tsquery = " || ".join(["plainto_tsquery('english', %s)"] * len(terms))
+    sql = f"""
+        SELECT {_COLUMNS}, ts_rank_cd(m.search_vector, q.query) AS score
+        FROM memoryapp_message AS m
+        JOIN memoryapp_thread AS t ON t.id = m.thread_id,
+             (SELECT {tsquery} AS query) AS q
+        WHERE m.search_vector @@ q.query
+          AND t.project_id = %s AND t.dataset = %s
+          AND NOT m.is_summary
+          {"AND t.id <> %s" if exclude is not None else ""}
+        ORDER BY score DESC, m.created_at DESC
+        LIMIT %s
+    """
+    params: list[Any] = [*terms, project.pk, dataset]
+    if exclude is not None:
+        params.append(exclude)
+    params.append(CANDIDATES)
+    return _fetch(sql, params)
+
+
+def _rank(rows: list[tuple[Row, float]], asked: set[str]) -> list[tuple[Row, float]]:
+    """Neighbour evidence and the speaker field on top of the engine's scores."""
+    by_position = {(row.thread_id, row.sequence_number): score for row, score in rows}
+    ranked = []
+    for row, base in rows:
+        score = base
+        for step in (-1, 1):
+            score += NEIGHBOUR_WEIGHT * by_position.get(
+                (row.thread_id, row.sequence_number + step), 0.0
+            )
+        if asked and row.speaker and asked & set(query_words(row.speaker)):
+            score *= SPEAKER_BOOST
+        ranked.append((row, score))
+    # Ties: the newer message first (what the user said last is likelier still true).
+    ranked.sort(key=lambda pair: (-pair[1], -pair[0].created_at.timestamp()))
+    return ranked
+
+
+def _wanted_neighbours(hit: Row, message_range: tuple[int, int] | None) -> tuple[int, int]:
+    if message_range is None:  # the reply to a question
+        return (0, 1) if "?" in hit.content else (0, 0)
+    return message_range
+
+
+def _attach_neighbours(hits: list[RawHit], message_range: tuple[int, int] | None) -> None:
+    """Fill each hit's neighbours with one query. Summary rows are skipped over: the
+    window counts ordinary messages, so it reaches one row further per summary met."""
+    windows: dict[uuid.UUID, tuple[int, int]] = {}
+    clauses, params = [], []
+    for hit in hits:
+        before, after = _wanted_neighbours(hit.message, message_range)
+        if before or after:
+            seq = hit.message.sequence_number
+            windows[hit.message.id] = (before, after)
+            clauses.append("(m.thread_id = %s AND m.sequence_number BETWEEN %s AND %s)")
+            thread_param: Any = hit.message.thread_id
+            if connection.vendor == "sqlite":
+                thread_param = thread_param.hex
+            # Room for summary rows in between (one per compaction run at most).
+            params += [thread_param, seq - 2 * before, seq + 2 * after]
+    if not windows:
+        return
+    sql = f"""
+        SELECT {_COLUMNS} FROM memoryapp_message AS m
+        JOIN memoryapp_thread AS t ON t.id = m.thread_id
+        WHERE ({" OR ".join(clauses)}) AND {"m.is_summary = 0" if connection.vendor == "sqlite" else "NOT m.is_summary"}
+        ORDER BY m.sequence_number
+    """
+    speakers: dict[Any, Any] = {}
+    by_thread: dict[uuid.UUID, list[Row]] = {}
+    for values in _fetch(sql, params):
+        row = _row(values, speakers)
+        by_thread.setdefault(row.thread_id, []).append(row)
+    for hit in hits:
+        if hit.message.id not in windows:
+            continue
+        before, after = windows[hit.message.id]
+        seq = hit.message.sequence_number
+        rows = by_thread.get(hit.message.thread_id, [])
+        earlier = [r for r in rows if r.sequence_number < seq][-before:] if before else []
+        hit.neighbours = earlier + [r for r in rows if r.sequence_number > seq][:after]
+
+
+def message_search(
+    *,
+    project: Project,
+    dataset: str,
+    query: str,
+    limit: int = 10,
+    exclude_thread_id: uuid.UUID | None = None,
+    message_range: tuple[int, int] | None = None,
+) -> list[RawHit]:
+    """Messages of ``dataset`` in ``project`` matching ``query``, best first (module doc).
+
+    At most ``limit`` RawHits. ``message_range`` ``(before, after)`` (each 0..RANGE_MAX)
+    fixes the neighbours each hit carries; None means the reply after a question. Summary
+    rows and the thread ``exclude_thread_id`` are left out; compacted rows are included
+    (they are long-term memory now). A query with no words, or a database without
+    full-text search, returns [].
+    """
+    terms = query_terms(query)
+    if not terms or limit < 1:
+        return []
+    search = {"sqlite": _candidates_sqlite, "postgresql": _candidates_postgresql}.get(
+        connection.vendor
+    )
+    if search is None:
+        return []
+    found = search(project=project, dataset=dataset, terms=terms, exclude=exclude_thread_id)
+    speakers: dict[Any, Any] = {}
+    rows = [(_row(values, speakers), float(values[8])) for values in found]
+    hits = [
+        RawHit(message=row, score=score)
+        for row, score in _rank(rows, set(query_words(query)))[:limit]
+    ]
+    _attach_neighbours(hits, message_range)
+    return hits
+
+
+def rebuild_search_index() -> None:
+    """Re-index every message for full-text search (SQLite only; PostgreSQL's stored
+    vector is maintained by the database). Run after ``VACUUM``, which may renumber rowids."""
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')")
