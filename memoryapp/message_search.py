@@ -5,7 +5,7 @@ How a query is answered, in order:
 1. **Candidates** from the database's full-text engine over the dataset's messages (other
    threads than the caller's; summary rows never): the best CANDIDATES by SQLite FTS5
    ``bm25()`` over the porter-stemmed index, or by PostgreSQL ``ts_rank_cd`` over the
-   stored 'english' ``search_vector`` (migration 0006). The user's words are never handed
+   stored 'english' ``search_vector`` (migration 0008). The user's words are never handed
    to the engine's syntax: each is quoted (FTS5) or goes through ``plainto_tsquery``, OR-ed.
 2. **Neighbour evidence**: a message whose neighbours in its thread also match gains
    NEIGHBOUR_WEIGHT of their scores (a topic discussed over several turns outranks a

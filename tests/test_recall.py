@@ -1,5 +1,5 @@
 """memoryapp.recall, memoryapp.message_search and POST /v1/memory/recall (DESIGN.md section 5;
-migrations 0003 and 0006)."""
+migrations 0003 and 0008)."""
 
 from __future__ import annotations
 
@@ -515,7 +515,7 @@ def test_it_calls_the_model_only_when_synthesis_is_asked_for(
 
 def test_it_writes_one_context_section_per_layer_with_sources(project: Project) -> None:
     thread = _thread(project)
-    question, reply, _ = _conversation(project, "Where is the cabin?", "By the lake", "ok")
+    question, _reply, _ = _conversation(project, "Where is the cabin?", "By the lake", "ok")
     found = recall(
         project=project, dataset="user_42", query="cabin", include=["raw", "synthesis"]
     )

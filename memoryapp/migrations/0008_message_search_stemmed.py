@@ -108,7 +108,7 @@ def backwards(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memoryapp", "0005_message_thread_no_extra_index"),
+        ("memoryapp", "0007_fact_episode_fts"),
     ]
 
     operations = [migrations.RunPython(forwards, backwards, elidable=False)]
