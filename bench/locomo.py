@@ -207,7 +207,8 @@ def ask(api: Api, project: Any, loaded: Loaded, scores: dict[str, Any]) -> None:
         scores["apiLatency"].append((time.perf_counter() - t0) * 1000)
         ranked = [loaded.dia_of.get(i, "") for i in cited(result)]
         evidence = set(q.evidence)
-        per = scores["byCategory"].setdefault(q.category, {"n": 0, **{k: 0.0 for k in KS}})
+        fresh: dict[int | str, float] = {"n": 0, **dict.fromkeys(KS, 0.0)}
+        per = scores["byCategory"].setdefault(q.category, fresh)
         per["n"] += 1
         for k in KS:
             share = len(evidence & set(ranked[:k])) / len(evidence)
