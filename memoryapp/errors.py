@@ -13,6 +13,14 @@ class ThreadNotFound(MemoryError_):
     """The thread does not exist or belongs to another project (never say which): 404."""
 
 
+class EpisodeNotFound(MemoryError_):
+    """The episode does not exist or belongs to another project: 404."""
+
+
+class FactNotFound(MemoryError_):
+    """The fact does not exist or belongs to another project: 404."""
+
+
 class InvalidInput(MemoryError_):
     """Input the domain refuses; ``issues`` is a list of ``{"path", "message", "code"}``: 400."""
 

@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from memoryapp.models import Message, Thread
+from memoryapp.models import Episode, Message, Thread
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,3 +211,29 @@ class ThreadStats:
     created_at: datetime
     last_activity_at: datetime
     compaction: CompactionState
+
+
+# --- Long-term memory (memoryapp.episodic; issue 8) -----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EndResult:
+    """What end() queued: the job and the range of sequence numbers it covers."""
+
+    job_id: str
+    thread_id: str
+    from_sequence: int
+    to_sequence: int
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeBuilt:
+    """The episode job's outcome: the episode (None if the range had no raw rows left),
+    whether this run wrote it, and what this run did to facts."""
+
+    episode: Episode | None
+    created: bool
+    facts_created: int = 0
+    facts_merged: int = 0
+    facts_invalidated: int = 0

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from memoryapp.models import Message, Thread
+from memoryapp.models import Entity, Episode, Fact, Message, Thread
 from memoryapp.results import (
     AppendOutcome,
     CompactionResult,
     CompactionState,
     ContextWindow,
+    EndResult,
+    EpisodeBuilt,
     MessagePage,
     ThreadStats,
 )
@@ -150,4 +152,92 @@ def compaction_to_dict(result: CompactionResult) -> dict[str, Any]:
         "compactedCount": result.compacted_count,
         "fromSequence": result.from_sequence,
         "toSequence": result.to_sequence,
+    }
+
+
+# --- Long-term memory (issue 8) -----------------------------------------------------------
+
+# The 200 body of POST .../end when no raw message came since the last end() (issue 8).
+NOTHING_TO_EXTRACT: dict[str, Any] = {"ok": True, "queued": False, "message": "Nothing to extract"}
+
+
+def end_to_dict(result: EndResult) -> dict[str, Any]:
+    """The 202 body of POST .../end: ``{"jobId", "threadId", "fromSequence", "toSequence",
+    "status"}``."""
+    return {
+        "jobId": result.job_id,
+        "threadId": result.thread_id,
+        "fromSequence": result.from_sequence,
+        "toSequence": result.to_sequence,
+        "status": result.status,
+    }
+
+
+def episode_built_to_dict(built: EpisodeBuilt) -> dict[str, Any]:
+    """The episode job's result: ``{"episodeId", "created", "factsCreated",
+    "factsMerged", "factsInvalidated"}`` (``episodeId`` null when there was nothing)."""
+    return {
+        "episodeId": str(built.episode.pk) if built.episode is not None else None,
+        "created": built.created,
+        "factsCreated": built.facts_created,
+        "factsMerged": built.facts_merged,
+        "factsInvalidated": built.facts_invalidated,
+    }
+
+
+def episode_to_dict(episode: Episode) -> dict[str, Any]:
+    """The episode resource: ``{"episodeId", "threadId", "dataset", "fromSequence",
+    "toSequence", "title", "summary", "createdAt"}``."""
+    return {
+        "episodeId": str(episode.id),
+        "threadId": str(episode.thread_id),
+        "dataset": episode.dataset,
+        "fromSequence": episode.from_sequence,
+        "toSequence": episode.to_sequence,
+        "title": episode.title,
+        "summary": episode.summary,
+        "createdAt": iso_ms(episode.created),
+    }
+
+
+def fact_to_dict(fact: Fact) -> dict[str, Any]:
+    """The fact resource (recall's facts have the same shape): ``{"factId", "text",
+    "subject", "attribute", "value", "entities", "episodeId", "threadId",
+    "sourceMessageIds", "validFrom", "invalidatedAt", "invalidatedBy"}``. ``subject`` and
+    ``entities`` are entity names (the subject first); ``attribute`` and ``value`` are
+    null when the fact has none. Load with ``select_related("subject")`` and
+    ``prefetch_related("entities")`` to keep it query-free."""
+    subject = fact.subject.name if fact.subject is not None else None
+    names = [e.name for e in sorted(fact.entities.all(), key=lambda e: e.name.casefold())]
+    if subject is not None:
+        names = [subject] + [n for n in names if n != subject]
+    return {
+        "factId": str(fact.id),
+        "text": fact.text,
+        "subject": subject,
+        "attribute": fact.attribute or None,
+        "value": fact.value or None,
+        "entities": names,
+        "episodeId": str(fact.episode_id),
+        "threadId": str(fact.thread_id),
+        "sourceMessageIds": list(fact.source_message_ids),
+        "validFrom": iso_ms(fact.valid_from),
+        "invalidatedAt": iso_ms(fact.invalidated_at),
+        "invalidatedBy": str(fact.invalidated_by_id) if fact.invalidated_by_id else None,
+    }
+
+
+def entity_to_dict(entity: Entity) -> dict[str, Any]:
+    """The entity resource: ``{"entityId", "name", "kind", "summary", "factCount"}``;
+    ``factCount`` counts current facts about or mentioning it (the ``fact_count``
+    annotation of memoryapp.semantic.entity_list, else one query)."""
+    count = getattr(entity, "fact_count", None)
+    if count is None:
+        count = entity.facts.filter(invalidated_at__isnull=True).count()
+    return {
+        "entityId": str(entity.id),
+        "name": entity.name,
+        "kind": entity.kind,
+        "summary": entity.summary,
+        "factCount": int(count),
     }

@@ -194,6 +194,9 @@ GEMINI_RETRY_INITIAL_DELAY_SECONDS = env_float("GEMINI_RETRY_INITIAL_DELAY_SECON
 MEMORY_SUMMARY_MAX_TOKENS = env_int("MEMORY_SUMMARY_MAX_TOKENS", 1024)
 # How long an automatic compaction run may hold a thread before another may start one.
 MEMORY_COMPACTION_LEASE_SECONDS = env_int("MEMORY_COMPACTION_LEASE_SECONDS", 120)
+# Minutes of silence after which `manage.py end_idle_threads` ends a thread (queues its
+# episode job); 0 = off. A project's auto_end_idle_minutes overrides it.
+MEMORY_AUTO_END_IDLE_MINUTES = env_int("MEMORY_AUTO_END_IDLE_MINUTES", 0)
 # Model prices in USD per 1M tokens, for the playground's per-turn cost lines. Defaults are
 # Gemini 2.5 Flash's paid-tier text prices; the offline adapter always costs 0.
 MEMORY_PRICE_INPUT_PER_MTOK = env_float("MEMORY_PRICE_INPUT_PER_MTOK", 0.30)

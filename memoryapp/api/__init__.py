@@ -15,7 +15,14 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from memoryapp.api.auth import ApiKeyAuth
-from memoryapp.errors import IdempotencyConflict, InvalidInput, ModelCallFailed, ThreadNotFound
+from memoryapp.errors import (
+    EpisodeNotFound,
+    FactNotFound,
+    IdempotencyConflict,
+    InvalidInput,
+    ModelCallFailed,
+    ThreadNotFound,
+)
 from memoryapp.ratelimit import RateLimited
 
 logger = logging.getLogger(__name__)
@@ -124,6 +131,16 @@ def _thread_not_found(request: HttpRequest, exc: ThreadNotFound) -> HttpResponse
     return error_response(request, 404, "Thread not found")
 
 
+@api.exception_handler(EpisodeNotFound)
+def _episode_not_found(request: HttpRequest, exc: EpisodeNotFound) -> HttpResponse:
+    return error_response(request, 404, "Episode not found")
+
+
+@api.exception_handler(FactNotFound)
+def _fact_not_found(request: HttpRequest, exc: FactNotFound) -> HttpResponse:
+    return error_response(request, 404, "Fact not found")
+
+
 @api.exception_handler(Http404)
 def _not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
     return error_response(request, 404, "Not found")
@@ -157,3 +174,13 @@ api.add_router("/memory/working", working_router)
 from memoryapp.api.recall import router as recall_router  # noqa: E402
 
 api.add_router("/memory/recall", recall_router)
+
+from memoryapp.api.episodic import end_router  # noqa: E402
+from memoryapp.api.episodic import router as episodic_router  # noqa: E402
+
+api.add_router("/memory/working", end_router)
+api.add_router("/memory/episodic", episodic_router)
+
+from memoryapp.api.semantic import router as semantic_router  # noqa: E402
+
+api.add_router("/memory/semantic", semantic_router)

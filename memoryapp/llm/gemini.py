@@ -39,8 +39,9 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from memoryapp.llm import prompts
+from memoryapp.llm import episode_prompt, prompts
 from memoryapp.llm.port import (
+    EpisodeExtraction,
     ExtractedEntity,
     ExtractedFact,
     Extraction,
@@ -423,6 +424,27 @@ class GeminiModel:
         with self._errors("extract"):
             facts, entities = parse_extraction(_answer_text(response, what="extract"))
         return Extraction(facts=facts, entities=entities, usage=_usage(response.usage_metadata))
+
+    def extract_episode(self, *, messages: list[TranscriptMessage]) -> EpisodeExtraction:
+        """One generateContent call on GEMINI_SUMMARY_MODEL asking for JSON
+        (``response_mime_type`` application/json, ``response_json_schema``
+        episode_prompt.EPISODE_SCHEMA), parsed by episode_prompt.parse_episode: an answer
+        that is not JSON of that shape raises ModelError (``bad_response``)."""
+        prompt = episode_prompt.episode_prompt(messages=messages)
+        response = self._generate(
+            what="extract_episode",
+            model=self.config.summary_model,
+            prompt=prompt,
+            temperature=0.0,
+            response_mime_type="application/json",
+            response_json_schema=episode_prompt.EPISODE_SCHEMA,
+        )
+        with self._errors("extract_episode"):
+            return episode_prompt.parse_episode(
+                _answer_text(response, what="extract_episode"),
+                model=self.config.summary_model,
+                usage=_usage(response.usage_metadata),
+            )
 
     def synthesize(self, *, query: str, context: str) -> str:
         """One generateContent call on GEMINI_CHAT_MODEL with the synthesis prompt; ""

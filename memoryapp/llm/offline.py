@@ -16,7 +16,9 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from memoryapp.llm import extraction_offline
 from memoryapp.llm.port import (
+    EpisodeExtraction,
     ExtractedEntity,
     ExtractedFact,
     Extraction,
@@ -442,6 +444,10 @@ class OfflineModel:
                 if message.role == "user" and _DECISION.search(sentence):
                     facts.append(ExtractedFact(text=sentence, subject=names[0] if names else None))
         return Extraction(facts=facts, entities=list(entities.values()))
+
+    def extract_episode(self, *, messages: list[TranscriptMessage]) -> EpisodeExtraction:
+        """Heuristic episode extraction (memoryapp.llm.extraction_offline)."""
+        return extraction_offline.extract_episode(messages)
 
     def synthesize(self, *, query: str, context: str) -> str:
         """The context sentences sharing the most words with ``query`` (at most three)."""

@@ -1,0 +1,93 @@
+"""/v1/memory/episodic and the end() route (issue 8 items 1 and 4; DESIGN.md section 5).
+
+Thin handlers over memoryapp.episodic; request and response schemas live here with the
+routes that use them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any
+
+from django.http import HttpRequest
+from ninja import Query, Router, Schema
+from pydantic import AfterValidator, Field
+
+from memoryapp import episodic, serializers
+from memoryapp.api.schemas import Dataset, ErrorOut, _Out, clean_text
+from memoryapp.models import ApiKey, Project
+
+router = Router(tags=["episodic memory"])
+end_router = Router(tags=["working memory"])
+
+ERRORS: dict[int, Any] = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut}
+Cursor = Annotated[str, Field(max_length=500), AfterValidator(clean_text)]
+
+
+def _project(request: HttpRequest) -> Project:
+    key = request.auth  # type: ignore[attr-defined]
+    assert isinstance(key, ApiKey)
+    return key.project
+
+
+class EndOut(_Out):
+    jobId: str
+    threadId: str
+    fromSequence: int
+    toSequence: int
+    status: str
+
+
+class NothingToExtractOut(_Out):
+    ok: bool
+    queued: bool
+    message: str
+
+
+class EpisodeOut(_Out):
+    episodeId: str
+    threadId: str
+    dataset: str
+    fromSequence: int
+    toSequence: int
+    title: str
+    summary: str
+    createdAt: str
+
+
+class EpisodeListOut(_Out):
+    episodes: list[EpisodeOut]
+    nextCursor: str | None
+
+
+class EpisodeListQuery(Schema):
+    """GET /episodic/episodes query: filters and the opaque ``nextCursor`` of the last page."""
+
+    dataset: Dataset | None = None
+    threadId: uuid.UUID | None = None
+    limit: Annotated[int, Field(ge=1, le=100)] = 20
+    cursor: Cursor | None = None
+
+
+@router.get("/episodes", response={200: EpisodeListOut, **ERRORS}, summary="List episodes")
+def list_episodes(request: HttpRequest, filters: Query[EpisodeListQuery]) -> dict[str, Any]:
+    """Newest first; ``threadId`` must be one of the project's threads (404 otherwise)."""
+    episodes, next_cursor = episodic.episode_list(
+        project=_project(request),
+        dataset=filters.dataset,
+        thread_id=filters.threadId,
+        limit=filters.limit,
+        cursor=filters.cursor,
+    )
+    return {
+        "episodes": [serializers.episode_to_dict(e) for e in episodes],
+        "nextCursor": next_cursor,
+    }
+
+
+@router.get(
+    "/episodes/{episode_id}", response={200: EpisodeOut, **ERRORS}, summary="Get an episode"
+)
+def get_episode(request: HttpRequest, episode_id: str) -> dict[str, Any]:
+    episode = episodic.episode_get(project=_project(request), episode_id=episode_id)
+    return serializers.episode_to_dict(episode)

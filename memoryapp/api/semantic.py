@@ -1,0 +1,123 @@
+"""/v1/memory/semantic: facts and entities (issue 8 item 4; DESIGN.md section 5).
+
+Thin handlers over memoryapp.semantic; request and response schemas live here with the
+routes that use them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from django.http import HttpRequest
+from ninja import Query, Router, Schema, Status
+from pydantic import AfterValidator, Field
+
+from memoryapp import semantic, serializers
+from memoryapp.api.episodic import Cursor
+from memoryapp.api.schemas import Dataset, ErrorOut, _not_blank, _Out, clean_text
+from memoryapp.models import ApiKey, Project
+
+router = Router(tags=["semantic memory"])
+
+ERRORS: dict[int, Any] = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut}
+
+
+def _project(request: HttpRequest) -> Project:
+    key = request.auth  # type: ignore[attr-defined]
+    assert isinstance(key, ApiKey)
+    return key.project
+
+
+class FactOut(_Out):
+    factId: str
+    text: str
+    subject: str | None
+    attribute: str | None
+    value: str | None
+    entities: list[str]
+    episodeId: str
+    threadId: str
+    sourceMessageIds: list[str]
+    validFrom: str
+    invalidatedAt: str | None
+    invalidatedBy: str | None
+
+
+class FactListOut(_Out):
+    facts: list[FactOut]
+    nextCursor: str | None
+
+
+class EntityOut(_Out):
+    entityId: str
+    name: str
+    kind: str
+    summary: str
+    factCount: int
+
+
+class EntityListOut(_Out):
+    entities: list[EntityOut]
+    nextCursor: str | None
+
+
+class FactListQuery(Schema):
+    """GET /semantic/facts query. ``entity`` is a name (case-insensitive): facts about it
+    or mentioning it. ``includeInvalidated`` is ``true`` or ``false``."""
+
+    dataset: Dataset | None = None
+    entity: (
+        Annotated[
+            str,
+            Field(min_length=1, max_length=200),
+            AfterValidator(clean_text),
+            AfterValidator(_not_blank),
+        ]
+        | None
+    ) = None
+    includeInvalidated: bool = False
+    limit: Annotated[int, Field(ge=1, le=100)] = 50
+    cursor: Cursor | None = None
+
+
+class EntityListQuery(Schema):
+    dataset: Dataset | None = None
+    limit: Annotated[int, Field(ge=1, le=100)] = 50
+    cursor: Cursor | None = None
+
+
+@router.get("/facts", response={200: FactListOut, **ERRORS}, summary="List facts")
+def list_facts(request: HttpRequest, filters: Query[FactListQuery]) -> dict[str, Any]:
+    """Current facts, newest first; superseded ones too with ``includeInvalidated=true``
+    (each with ``invalidatedAt`` and the ``invalidatedBy`` fact)."""
+    facts, next_cursor = semantic.fact_list(
+        project=_project(request),
+        dataset=filters.dataset,
+        entity=filters.entity,
+        include_invalidated=filters.includeInvalidated,
+        limit=filters.limit,
+        cursor=filters.cursor,
+    )
+    return {"facts": [serializers.fact_to_dict(f) for f in facts], "nextCursor": next_cursor}
+
+
+@router.delete("/facts/{fact_id}", response={204: None, **ERRORS}, summary="Forget a fact")
+def delete_fact(request: HttpRequest, fact_id: str) -> Status[None]:
+    """Deletes the fact for good; recall and search stop returning it at once."""
+    semantic.fact_delete(project=_project(request), fact_id=fact_id)
+    return Status(204, None)
+
+
+@router.get("/entities", response={200: EntityListOut, **ERRORS}, summary="List entities")
+def list_entities(request: HttpRequest, filters: Query[EntityListQuery]) -> dict[str, Any]:
+    """By name; ``factCount`` counts the current facts about or mentioning the entity."""
+    entities, next_cursor = semantic.entity_list(
+        project=_project(request),
+        dataset=filters.dataset,
+        limit=filters.limit,
+        cursor=filters.cursor,
+    )
+    return {
+        "entities": [serializers.entity_to_dict(e) for e in entities],
+        "nextCursor": next_cursor,
+    }

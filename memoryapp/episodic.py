@@ -1,0 +1,262 @@
+"""Episodic memory: end(), the episode job, and reading episodes.
+
+Spec 000 ("Relationship to the other layers"): messages -> episode summary -> facts +
+entities; episodes record the sequence range they cover and extraction reads the raw
+message rows of that range, never the compaction summary. Issue 8 items 1-2.
+
+- ``thread_end`` (POST .../threads/{id}/end) claims the thread's raw messages after the
+  previous claim (``Thread.episode_through``, under the thread's row lock) and queues one
+  episode job for that range. The thread stays writable.
+- ``episode_build`` is the job: one model call (``extract_episode``) outside any
+  transaction, then one transaction that writes the Episode, its entities and facts
+  (memoryapp.semantic.facts_store). It is idempotent: an episode already starting at
+  the range's first sequence number means the work is done, and the unique constraint
+  (thread, from_sequence) holds that under concurrency. A failure (model or database)
+  writes nothing, so a retry starts from scratch.
+- ``threads_end_idle`` ends threads silent for the project's idle time (off by default).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Sequence
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from memoryapp import llm, semantic
+from memoryapp.errors import EpisodeNotFound, ThreadNotFound
+from memoryapp.llm.port import EpisodeExtraction, ModelError, TranscriptMessage
+from memoryapp.models import Episode, Message, Project, Thread
+from memoryapp.paging import cursor_decode, cursor_encode, cursor_time, cursor_uuid
+from memoryapp.results import EpisodeBuilt
+
+EPISODE_FTS = "memoryapp_episode_fts"
+PG_SEARCH_CONFIG = "english"
+MAX_TITLE_CHARS = 200
+MAX_SUMMARY_CHARS = 20_000
+
+
+class EpisodeJobFailed(Exception):
+    """The episode job could not make its episode (the model call failed or answered
+    something unusable). Nothing was written; the job records the message."""
+
+
+def _thread_pk(thread_id: str | uuid.UUID) -> uuid.UUID:
+    if isinstance(thread_id, uuid.UUID):
+        return thread_id
+    try:
+        return uuid.UUID(str(thread_id))
+    except ValueError as exc:
+        raise ThreadNotFound() from exc
+
+
+# --- the job ------------------------------------------------------------------------------
+
+
+def _extract(rows: Sequence[Message]) -> EpisodeExtraction:
+    transcript = [
+        TranscriptMessage(
+            sequence_number=m.sequence_number,
+            role=m.role,
+            content=m.content,
+            created_at=m.created_at,
+        )
+        for m in rows
+    ]
+    try:
+        extraction = llm.get_model().extract_episode(messages=transcript)
+    except ModelError as exc:
+        raise EpisodeJobFailed(f"Model call failed ({exc.kind}): {exc}") from exc
+    except Exception as exc:
+        # Adapters should raise only ModelError; anything else is still a failed call.
+        raise EpisodeJobFailed(f"Model call failed: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(extraction, EpisodeExtraction):
+        raise EpisodeJobFailed("Model call failed: the adapter returned no episode")
+    return extraction
+
+
+def _title(extraction: EpisodeExtraction, rows: Sequence[Message]) -> str:
+    title = " ".join(extraction.title.split())[:MAX_TITLE_CHARS]
+    if title:
+        return title
+    return f"Messages {rows[0].sequence_number}-{rows[-1].sequence_number}"
+
+
+def episode_build(
+    *, thread_id: str | uuid.UUID, from_sequence: int, to_sequence: int
+) -> EpisodeBuilt:
+    """The episode job (issue 8 item 2): write the Episode for ``from_sequence``..
+    ``to_sequence`` of the thread and the facts and entities of its raw rows.
+
+    Idempotent: if the episode exists, returns it with ``created=False`` and writes
+    nothing. All-or-nothing: everything is written in one transaction after the model
+    call. Raises EpisodeJobFailed (model call failed or unusable answer: nothing written)
+    and ThreadNotFound (the thread was deleted).
+    """
+    pk = _thread_pk(thread_id)
+    existing = Episode.objects.filter(thread_id=pk, from_sequence=from_sequence).first()
+    if existing is not None:
+        return EpisodeBuilt(episode=existing, created=False)
+    rows = list(
+        Message.objects.filter(
+            thread_id=pk,
+            is_summary=False,
+            sequence_number__gte=from_sequence,
+            sequence_number__lte=to_sequence,
+        ).order_by("sequence_number")
+    )
+    if not Thread.objects.filter(pk=pk).exists():
+        raise ThreadNotFound()
+    if not rows:
+        return EpisodeBuilt(episode=None, created=False)
+    extraction = _extract(rows)
+    try:
+        return _episode_write(pk, from_sequence, to_sequence, rows, extraction)
+    except IntegrityError:
+        # Another run of the same range committed first (the unique constraint).
+        done = Episode.objects.filter(thread_id=pk, from_sequence=from_sequence).first()
+        if done is None:
+            raise
+        return EpisodeBuilt(episode=done, created=False)
+
+
+def _episode_write(
+    pk: uuid.UUID,
+    from_sequence: int,
+    to_sequence: int,
+    rows: list[Message],
+    extraction: EpisodeExtraction,
+) -> EpisodeBuilt:
+    by_sequence = {m.sequence_number: m for m in rows}
+    with transaction.atomic():
+        thread = Thread.objects.select_for_update().select_related("project").filter(pk=pk).first()
+        if thread is None:
+            raise ThreadNotFound()
+        done = Episode.objects.filter(thread=thread, from_sequence=from_sequence).first()
+        if done is not None:
+            return EpisodeBuilt(episode=done, created=False)
+        quoted = [str(by_sequence[s].id) for s in extraction.quoted_sequences if s in by_sequence]
+        episode = Episode.objects.create(
+            project=thread.project,
+            thread=thread,
+            dataset=thread.dataset,
+            from_sequence=from_sequence,
+            to_sequence=to_sequence,
+            title=_title(extraction, rows),
+            summary=extraction.summary.strip()[:MAX_SUMMARY_CHARS],
+            quoted_message_ids=list(dict.fromkeys(quoted)),
+            model=extraction.model[:200],
+            created=timezone.now(),
+        )
+        stored = semantic.facts_store(
+            episode=episode,
+            facts=extraction.facts,
+            entities=extraction.entities,
+            messages=by_sequence,
+        )
+    return EpisodeBuilt(
+        episode=episode,
+        created=True,
+        facts_created=len(stored.created),
+        facts_merged=len(stored.merged),
+        facts_invalidated=len(stored.invalidated),
+    )
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+def episode_list(
+    *,
+    project: Project,
+    dataset: str | None = None,
+    thread_id: uuid.UUID | None = None,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> tuple[list[Episode], str | None]:
+    """``(episodes, next_cursor)`` of ``project``, newest first, optionally of one dataset
+    and one thread. Raises ThreadNotFound when ``thread_id`` is not the project's thread,
+    InvalidInput for a malformed cursor."""
+    qs: QuerySet[Episode] = Episode.objects.filter(project=project)
+    if dataset is not None:
+        qs = qs.filter(dataset=dataset)
+    if thread_id is not None:
+        if not Thread.objects.filter(pk=thread_id, project=project).exists():
+            raise ThreadNotFound()
+        qs = qs.filter(thread_id=thread_id)
+    if cursor:
+        moment, last_id = cursor_decode(cursor, size=2)
+        when, pk = cursor_time(moment), cursor_uuid(last_id)
+        qs = qs.filter(Q(created__lt=when) | Q(created=when, id__lt=pk))
+    rows = list(qs.order_by("-created", "-id")[: limit + 1])
+    next_cursor = None
+    if len(rows) > limit:
+        last = rows[limit - 1]
+        next_cursor = cursor_encode([last.created.isoformat(), str(last.id)])
+    return rows[:limit], next_cursor
+
+
+def episode_get(*, project: Project, episode_id: str | uuid.UUID) -> Episode:
+    """The project's episode ``episode_id``. Raises EpisodeNotFound for a malformed id, a
+    missing episode or another project's alike."""
+    try:
+        pk = episode_id if isinstance(episode_id, uuid.UUID) else uuid.UUID(str(episode_id))
+    except ValueError as exc:
+        raise EpisodeNotFound() from exc
+    episode = Episode.objects.filter(project=project, pk=pk).first()
+    if episode is None:
+        raise EpisodeNotFound()
+    return episode
+
+
+def episode_search(
+    *, project: Project, dataset: str, terms: Sequence[str], limit: int = 10
+) -> list[tuple[Episode, float]]:
+    """Episodes of ``dataset`` whose title or summary matches any of ``terms`` (plain
+    words), best first, as ``(episode, score)``, higher-is-better. SQLite: FTS5 bm25;
+    PostgreSQL: ts_rank_cd over the GIN index of migration 0007; else []."""
+    terms = [t for t in terms if t.strip()]
+    if not terms or limit < 1:
+        return []
+    if connection.vendor == "sqlite":
+        sql = f"""
+            SELECT e.id, -bm25({EPISODE_FTS}) FROM {EPISODE_FTS}
+            JOIN memoryapp_episode AS e ON e.rowid = {EPISODE_FTS}.rowid
+            WHERE {EPISODE_FTS} MATCH %s AND e.project_id = %s AND e.dataset = %s
+            ORDER BY bm25({EPISODE_FTS}), e.created DESC LIMIT %s
+        """
+        expression = " OR ".join('"' + re.sub('"', '""', t) + '"' for t in terms)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [expression, project.pk, dataset, limit])
+            ranked = [(uuid.UUID(str(r[0])), float(r[1])) for r in cursor.fetchall()]
+    elif connection.vendor == "postgresql":
+        ranked = _episode_search_postgresql(project, dataset, terms, limit)
+    else:
+        return []
+    episodes = Episode.objects.in_bulk([pk for pk, _ in ranked])
+    return [(episodes[pk], score) for pk, score in ranked if pk in episodes]
+
+
+def _episode_search_postgresql(
+    project: Project, dataset: str, terms: Sequence[str], limit: int
+) -> list[tuple[uuid.UUID, float]]:
+    from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+
+    vector = SearchVector("title", "summary", config=PG_SEARCH_CONFIG)
+    search: SearchQuery | None = None
+    for term in terms:
+        one = SearchQuery(term, config=PG_SEARCH_CONFIG, search_type="plain")
+        search = one if search is None else search | one
+    assert search is not None  # terms is not empty
+    rows = (
+        Episode.objects.filter(project=project, dataset=dataset)
+        .alias(document=vector)
+        .filter(document=search)
+        .annotate(score=SearchRank(vector, search, cover_density=True))
+        .order_by("-score", "-created")
+        .values_list("id", "score")[:limit]
+    )
+    return [(pk, float(score)) for pk, score in rows]

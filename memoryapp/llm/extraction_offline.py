@@ -1,0 +1,610 @@
+"""Offline episode extraction: heuristic facts, entities and an extractive episode summary.
+
+Deterministic, no network; what ``OfflineModel.extract_episode`` runs (DESIGN.md section 7:
+"heuristic facts and entities"). It is a heuristic, not a language model: it reads general
+English first-person statements and nothing fitted to one data set.
+
+- **Speaker.** A message that opens with a speaker label (``Mara: ...``, one to three
+  capitalised words and a colon, as transcripts write them) speaks for that person; an
+  unlabelled ``user`` message for ``user``. Unlabelled ``assistant``, ``system`` and
+  ``tool`` messages state nothing about a person (an assistant's "I" is the assistant).
+- **Facts.** Each first-person clause that is not a question becomes a fact about its
+  speaker, rewritten in the third person ("I drive a Civic" -> "The user drives a
+  Civic."), with relative dates resolved against the message's time ("yesterday
+  (7 May 2023)"). Clauses that match a known pattern also get an ``attribute`` and a
+  ``value``: relations (``sister`` Mara), the car one drives, where one lives or is from,
+  job and employer, studies, name, age, birthday, favourites (single-valued), and
+  possessions and likes (several values). Other clauses have no attribute and never
+  contradict anything.
+- **Entities.** The speaker (person), relation targets (person or animal), pattern values
+  that are names, and capitalised names in the clause (place after in/to/from/at,
+  organisation for employers and names ending in University, Inc, ...; else thing).
+- **Summary.** The episode's most informative facts in order (pattern facts and facts
+  with names, numbers or dates first), at most SUMMARY_LINES lines; ``quoted_sequences``
+  are their source messages. The title names the episode's most mentioned entities.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from memoryapp.llm.port import (
+    EpisodeExtraction,
+    ExtractedEntity,
+    ExtractedFact,
+    TranscriptMessage,
+    Usage,
+)
+from memoryapp.tokens import count_tokens
+
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+MODEL_NAME = "offline-heuristic"
+#: Lines of the episode summary (the best facts, in conversation order).
+SUMMARY_LINES = 12
+#: A clause shorter than this many words states too little to be a fact on its own.
+MIN_FACT_WORDS = 3
+MAX_FACT_CHARS = 500
+USER = "user"
+
+_LABEL = re.compile(r"^\s*(?P<name>[A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2})\s?:\s+(?=\S)")
+# Labels that open a note rather than name a speaker.
+_NOT_SPEAKERS = frozenset(
+    _words(
+        "note ps p.s re update edit summary warning important reminder todo tip fyi q a "
+        "question answer example step"
+    )
+)
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+# A clause boundary before a new first-person statement: "I sold the Civic, I drive a ...".
+_CLAUSES = re.compile(
+    r"[,;]\s+(?=(?:and |but |so |now |then )?(?:I|[Mm]y|[Ww]e)\b)|\s+(?:and|but) (?=(?:I|my|we)\b)"
+)
+_FIRST_PERSON = re.compile(
+    r"\b(?:I|I'm|I've|I'd|I'll)\b|\b(?:my|me|mine|myself|we|we're|we've|our|us)\b", re.IGNORECASE
+)
+_WORD = re.compile(r"[\w']+")
+_NUMBER = re.compile(r"\b\d+(?:[.,:/]\d+)*\b")
+_MONTH_NAMES = _words(
+    "January February March April May June July August September October November December"
+)
+_WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+_NOT_NAMES = frozenset(
+    _words(
+        "a an the i it its this that these those my your our their his her we you he she "
+        "they yes no yeah ok okay maybe not just please thanks thank oh well so and but "
+        "or hi hello hey great cool nice good what which when where who why how is are "
+        "was were do does did can could would will should let wow really also me us them "
+        "same true right exactly lol haha hmm today tomorrow yesterday tonight mom dad "
+        "mum sir madam god omg btw anyway sure awesome amazing congrats congratulations "
+        "glad sorry definitely absolutely totally honestly actually there here then now "
+        "if as at by for from in of on to with after before during since until while once"
+    )
+    + [m.lower() for m in _MONTH_NAMES + _WEEKDAYS]
+)
+_NAME = r"[A-Z][a-z'-]+(?: [A-Z][a-z'-]+)?"
+_NAMES = re.compile(r"\b[A-Z][\w'-]*(?:\s+(?:of |the |de |van |von )?[A-Z][\w'-]*)*")
+_ORGANISATION = re.compile(
+    r"\b(?:University|College|School|Academy|Institute|Inc|Corp|Ltd|LLC|Company|Bank|"
+    r"Hospital|Clinic|Club|Church|Center|Centre|Agency|Foundation|Group|Studio|Labs?)\b"
+)
+_PLACE_CUE = re.compile(
+    r"\b(?:in|to|from|at|near|visit(?:ed|ing)?|around)\s+(?:the\s+)?$", re.IGNORECASE
+)
+_LEADING_CONJUNCTION = re.compile(r"^(?:and|but|so|also|then|plus|oh|well)\b,?\s*", re.IGNORECASE)
+_QUESTION_START = re.compile(
+    r"^(?:what|which|who|whom|whose|when|where|why|how|do|does|did|is|are|was|were|can|"
+    r"could|would|will|should|shall|have|has)\b",
+    re.IGNORECASE,
+)
+_HYPOTHETICAL = re.compile(r"^(?:if|unless|whether|maybe|perhaps)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    """A first-person statement with an attribute: ``regex`` has a ``value`` group (and
+    may have ``attr`` naming the attribute); ``kind`` is the kind of entity the value
+    names, or "" when the value is not an entity."""
+
+    regex: re.Pattern[str]
+    attribute: str
+    single: bool
+    kind: str = ""
+
+
+_RELATIONS_SINGLE = _words(
+    "wife husband partner spouse boyfriend girlfriend fiance fiancé fiancee mother "
+    "mom mum father dad boss manager"
+)
+_RELATIONS_MULTI = _words(
+    "sister brother son daughter kid child baby friend cousin aunt uncle grandmother "
+    "grandma grandfather grandpa niece nephew roommate colleague coworker neighbor "
+    "neighbour mentor teacher coach"
+)
+_PETS = _words("dog cat pet puppy kitten horse bird rabbit hamster parrot turtle snake fish")
+_RELATION_WORDS = "|".join(_RELATIONS_SINGLE + _RELATIONS_MULTI + _PETS)
+_ADJ = r"(?:(?:older|younger|little|big|best|new|old|twin|step|baby|late|dear|oldest|youngest|eldest) )?"
+_OCCUPATIONS = _words(
+    "teacher engineer developer programmer designer doctor nurse lawyer accountant "
+    "chef cook writer author artist painter musician singer dancer photographer "
+    "student manager consultant scientist researcher professor pilot driver mechanic "
+    "electrician plumber carpenter farmer firefighter officer soldier veteran "
+    "pharmacist dentist therapist counselor counsellor psychologist architect analyst "
+    "journalist editor librarian cashier waiter waitress barista bartender "
+    "entrepreneur founder freelancer investor banker salesman saleswoman realtor "
+    "marketer translator tutor coach trainer athlete actor actress director producer "
+    "veterinarian vet surgeon paramedic mom dad retiree"
+)
+_OCCUPATION_WORDS = "|".join(_OCCUPATIONS)
+_I = r"\bI(?: (?:now|currently|still|also|actually|just|recently|really|finally))?"
+_VALUE = r"(?P<value>[^,;.!?]+)"
+
+
+def _p(regex: str, attribute: str, *, single: bool, kind: str = "") -> _Pattern:
+    return _Pattern(re.compile(regex, re.IGNORECASE), attribute, single, kind)
+
+
+def _relation_single(word: str) -> bool:
+    return word.lower() in _RELATIONS_SINGLE
+
+
+_RELATION_PATTERNS = [
+    # "my sister is Mara", "my dog's name is Rex", "my sister is called Mara"
+    re.compile(
+        rf"\bmy {_ADJ}(?P<attr>{_RELATION_WORDS})(?:'s name)? (?:is|was|'s) "
+        rf"(?:called |named )?(?P<value>{_NAME})\b",
+        re.IGNORECASE,
+    ),
+    # "Mara is my sister"
+    re.compile(rf"\b(?P<value>{_NAME}),? (?:is|was) my {_ADJ}(?P<attr>{_RELATION_WORDS})\b"),
+    # "my sister Mara", "my sister, Mara,", "a dog named Rex" / "a sister called Mara"
+    re.compile(rf"\b(?i:my {_ADJ}(?P<attr>{_RELATION_WORDS})),? (?P<value>{_NAME})\b"),
+    re.compile(
+        rf"\b(?i:(?:a|an|my) {_ADJ}(?P<attr>{_RELATION_WORDS})) (?i:named|called) (?P<value>{_NAME})\b"
+    ),
+]
+
+_PATTERNS = [
+    _p(
+        rf"{_I} (?:drive|am driving|'m driving) (?:a |an |the |my )?{_VALUE}",
+        "car",
+        single=True,
+        kind="product",
+    ),
+    _p(
+        rf"\bmy (?:new |current )?car is (?:a |an |the )?{_VALUE}",
+        "car",
+        single=True,
+        kind="product",
+    ),
+    _p(rf"{_I} live (?:in|at|near) {_VALUE}", "lives in", single=True, kind="place"),
+    _p(rf"{_I} (?:'ve |have )?(?:just )?moved to {_VALUE}", "lives in", single=True, kind="place"),
+    _p(rf"\bI(?:'m| am) (?:currently )?based in {_VALUE}", "lives in", single=True, kind="place"),
+    _p(
+        rf"{_I} (?:come from|grew up in|am from|'m from) {_VALUE}",
+        "from",
+        single=True,
+        kind="place",
+    ),
+    _p(rf"\bI'm from {_VALUE}", "from", single=True, kind="place"),
+    _p(rf"{_I} work as (?:a |an )?{_VALUE}", "job", single=True),
+    _p(
+        r"\bmy (?:job|profession|occupation) is (?:a |an |being a |being an )?" + _VALUE,
+        "job",
+        single=True,
+    ),
+    _p(
+        rf"\bI(?:'m| am)(?: now| currently| still)? (?:a|an) (?P<value>(?:[\w-]+ )?(?:{_OCCUPATION_WORDS}))\b",
+        "job",
+        single=True,
+    ),
+    _p(rf"{_I} work (?:at|for) {_VALUE}", "works at", single=True, kind="organisation"),
+    _p(
+        rf"{_I} (?:study|am studying|'m studying|major in|am majoring in) {_VALUE}",
+        "studies",
+        single=True,
+    ),
+    _p(r"\bmy name is (?P<value>" + _NAME + r")\b", "name", single=True),
+    _p(r"\b(?:call me|I go by) (?P<value>" + _NAME + r")\b", "name", single=True),
+    _p(r"\bI(?:'m| am) (?P<value>\d{1,3}) (?:years old|yrs old|year old)\b", "age", single=True),
+    _p(r"\bI (?:just )?turned (?P<value>\d{1,3})\b", "age", single=True),
+    _p(r"\bmy birthday is (?:on )?" + _VALUE, "birthday", single=True),
+    _p(r"\bI was born (?:in|on) " + _VALUE, "born", single=True),
+    _p(
+        rf"\bI(?:'m| am) (?:now )?married to (?P<value>{_NAME})\b",
+        "spouse",
+        single=True,
+        kind="person",
+    ),
+    _p(
+        r"\bmy (?:all[- ]time )?favou?rite (?P<attr>[a-z]+(?: [a-z]+)?) (?:is|was|are) (?:a |an |the )?"
+        + _VALUE,
+        "favorite",
+        single=True,
+    ),
+    _p(
+        rf"{_I} (?:have|own|got|bought|purchased|adopted)(?: just)? (?:a|an|two|three|four|five|\d+) (?:new )?{_VALUE}",
+        "has",
+        single=False,
+    ),
+    _p(
+        rf"{_I} (?:really |absolutely |totally |truly )?(?P<attr>love|like|enjoy|adore|prefer) {_VALUE}",
+        "likes",
+        single=False,
+    ),
+    _p(
+        rf"{_I} (?:really )?(?:hate|dislike|can't stand|cannot stand) {_VALUE}",
+        "dislikes",
+        single=False,
+    ),
+    _p(rf"{_I}(?:'m| am) (?:really |so )?into {_VALUE}", "likes", single=False),
+]
+
+# Words that end a value phrase: what follows is another clause or a time adverb.
+_VALUE_END = re.compile(
+    r"\s+(?:and|but|because|since|so|which|who|that|when|while|where|now|these days|"
+    r"nowadays|anymore|again|lately|today|tonight|yesterday|for|with|though|although|as)\b.*$",
+    re.IGNORECASE,
+)
+_LEADING = re.compile(r"^(?:a|an|the|my|our|some|to|really|very)\s+", re.IGNORECASE)
+_VAGUE_VALUES = frozenset(
+    _words(
+        "it that this them you him her those these there here question problem idea "
+        "feeling lot bit time chance look try minute moment way point thought doubt clue "
+        "favor something anything everything nothing one"
+    )
+)
+_NO_OBJECT = re.compile(
+    r"^(?:to|from|into|around|home|back|through|down|up|past|across|over|there|by|for)\b",
+    re.IGNORECASE,
+)
+
+
+def clean_value(raw: str) -> str:
+    """A pattern's value phrase, trimmed: cut at the next clause or time adverb, leading
+    articles dropped, at most 6 words; "" when nothing definite is left."""
+    value = _VALUE_END.sub("", raw.strip())
+    if _NO_OBJECT.match(value):
+        return ""
+    for _ in range(3):
+        value = _LEADING.sub("", value)
+    words = value.split()[:6]
+    value = " ".join(words).strip(" '\"()")
+    if not value or value.lower() in _VAGUE_VALUES or _NO_OBJECT.match(value):
+        return ""
+    return value
+
+
+@dataclass
+class _Found:
+    """One fact found in a clause, before facts are merged across the episode."""
+
+    text: str
+    subject: str
+    attribute: str
+    value: str
+    single: bool
+    entities: list[tuple[str, str]]
+    sequence: int
+    weight: float
+
+
+def speaker_of(message: TranscriptMessage) -> tuple[str | None, str]:
+    """``(speaker, body)``: the label's name and the text after it, or ``user`` for an
+    unlabelled user message and None (states nothing about a person) otherwise."""
+    match = _LABEL.match(message.content)
+    if match and match.group("name").lower().rstrip(".") not in _NOT_SPEAKERS:
+        return match.group("name"), message.content[match.end() :]
+    return (USER if message.role == "user" else None), message.content
+
+
+def clauses(text: str) -> list[str]:
+    """Sentences of ``text``, each split before a new first-person clause."""
+    out: list[str] = []
+    for sentence in _SENTENCES.split(text.replace("\u2019", "'")):
+        for clause in _CLAUSES.split(sentence.strip()):
+            clause = _LEADING_CONJUNCTION.sub("", clause.strip())
+            if clause:
+                out.append(clause)
+    return out
+
+
+def _is_statement(clause: str) -> bool:
+    if clause.endswith("?") or _QUESTION_START.match(clause) or _HYPOTHETICAL.match(clause):
+        return False
+    return len(_WORD.findall(clause)) >= MIN_FACT_WORDS and bool(_FIRST_PERSON.search(clause))
+
+
+# --- third person and dates --------------------------------------------------------------
+
+_ADVERBS = (
+    "really|also|just|still|always|never|often|usually|sometimes|actually|now|currently|"
+    "even|finally|recently|totally|absolutely|definitely|mostly|already|only|truly|"
+    "probably|certainly|generally|seriously|honestly|literally|kinda|sort of|kind of"
+)
+_I_VERB = re.compile(rf"\bI (?P<adv>(?:(?:{_ADVERBS}) )*)(?P<verb>[a-z]+)\b")
+_IRREGULAR_PRESENT = {"am": "is", "have": "has", "do": "does", "go": "goes", "was": "was"}
+_NO_AGREEMENT = frozenset(
+    _words(
+        "can could will would shall should may might must did went was were had got made "
+        "took saw came gave found told felt thought knew left lost met paid put ran said "
+        "sent sold spent stood taught understood wore won wrote ate began bought brought "
+        "built caught chose drew drove fell flew forgot grew heard held kept led lent let "
+        "meant read rode rang sang sat slept spoke swam threw tried used started became "
+        "been"
+    )
+)
+
+
+def _third_person_verb(verb: str) -> str:
+    if verb in _IRREGULAR_PRESENT:
+        return _IRREGULAR_PRESENT[verb]
+    if verb in _NO_AGREEMENT or verb.endswith("ed") or verb.endswith("ing"):
+        return verb
+    if re.search(r"(?:s|sh|ch|x|z|o)$", verb):
+        return verb + "es"
+    if re.search(r"[^aeiou]y$", verb):
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def third_person(clause: str, speaker: str) -> str:
+    """``clause`` with the speaker's first person rewritten: "I love my dog" by Mara ->
+    "Mara loves Mara's dog"; ``user`` reads "the user"."""
+    name = "the user" if speaker == USER else speaker
+    text = re.sub(r"\bI'm\b", f"{name} is", clause)
+    text = re.sub(r"\bI've\b", f"{name} has", text)
+    text = re.sub(r"\bI'd\b", f"{name} would", text)
+    text = re.sub(r"\bI'll\b", f"{name} will", text)
+    text = _I_VERB.sub(
+        lambda m: f"{name} {m.group('adv')}{_third_person_verb(m.group('verb'))}", text
+    )
+    text = re.sub(r"\bI\b", name, text)
+    text = re.sub(r"\b(?:my|mine)\b", f"{name}'s", text, flags=re.IGNORECASE)
+    text = re.sub(r"\b(?:me|myself)\b", name, text, flags=re.IGNORECASE)
+    # "we" has no single subject; it keeps the speaker in the sentence.
+    text = re.sub(r"\bwe're\b", f"{name} and others are", text, flags=re.IGNORECASE)
+    text = re.sub(r"\bwe've\b", f"{name} and others have", text, flags=re.IGNORECASE)
+    text = re.sub(r"\b(?:we|us)\b", f"{name} and others", text, flags=re.IGNORECASE)
+    text = re.sub(r"\bour\b", f"{name}'s", text, flags=re.IGNORECASE)
+    text = text.strip()
+    if text and not text.endswith((".", "!", "?")):
+        text += "."
+    return text[:1].upper() + text[1:]
+
+
+def _day(moment: datetime) -> str:
+    return f"{moment.day} {_MONTH_NAMES[moment.month - 1]} {moment.year}"
+
+
+def _month(moment: datetime) -> str:
+    return f"{_MONTH_NAMES[moment.month - 1]} {moment.year}"
+
+
+def _shift_month(moment: datetime, months: int) -> datetime:
+    index = moment.year * 12 + moment.month - 1 + months
+    return moment.replace(year=index // 12, month=index % 12 + 1, day=1)
+
+
+def _last_weekday(when: datetime, name: str) -> datetime:
+    """The latest ``name`` day (Monday..Sunday) strictly before ``when``."""
+    target = [d.lower() for d in _WEEKDAYS].index(name.lower())
+    back = (when.weekday() - target) % 7 or 7
+    return when - timedelta(days=back)
+
+
+def _ago(match: re.Match[str], when: datetime) -> str:
+    amount = int(match.group("n")) if match.group("n").isdigit() else 1
+    unit = match.group("unit").lower().rstrip("s")
+    if unit == "day":
+        return _day(when - timedelta(days=amount))
+    if unit == "week":
+        return "the week of " + _day(when - timedelta(weeks=amount))
+    if unit == "month":
+        return _month(_shift_month(when, -amount))
+    return str(when.year - amount)
+
+
+def resolve_dates(text: str, when: datetime | None) -> str:
+    """``text`` with relative dates followed by the date they mean at ``when`` (the
+    message's time): "yesterday" -> "yesterday (7 May 2023)", "last year" -> "last year
+    (2022)", "3 days ago" -> "3 days ago (5 May 2023)". Unchanged without a time."""
+    if when is None:
+        return text
+    fixed: list[tuple[str, str]] = [
+        (r"yesterday|last night", _day(when - timedelta(days=1))),
+        (r"today|tonight|this morning|this afternoon|this evening", _day(when)),
+        (r"tomorrow", _day(when + timedelta(days=1))),
+        (r"last week|last weekend", "the week before " + _day(when)),
+        (r"next week|next weekend", "the week after " + _day(when)),
+        (r"this week|this weekend", "the week of " + _day(when)),
+        (r"last month", _month(_shift_month(when, -1))),
+        (r"this month", _month(when)),
+        (r"next month", _month(_shift_month(when, 1))),
+        (r"last year", str(when.year - 1)),
+        (r"this year", str(when.year)),
+        (r"next year", str(when.year + 1)),
+    ]
+    for phrase, date in fixed:
+        # \g<0> is the phrase as written; the date follows it in brackets.
+        text = re.sub(rf"\b(?:{phrase})\b", rf"\g<0> ({date})", text, flags=re.IGNORECASE)
+    text = re.sub(
+        rf"\blast (?P<day>{'|'.join(_WEEKDAYS)})\b",
+        lambda m: f"{m.group(0)} ({_day(_last_weekday(when, m.group('day')))})",
+        text,
+        flags=re.IGNORECASE,
+    )
+    return re.sub(
+        r"\b(?P<n>\d+|a|an|one|a few|two|three) (?P<unit>days?|weeks?|months?|years?) ago\b",
+        lambda m: f"{m.group(0)} ({_ago(m, when)})",
+        text,
+        flags=re.IGNORECASE,
+    )
+
+
+# --- entities and facts ------------------------------------------------------------------
+
+
+def names_in(clause: str) -> list[tuple[str, str]]:
+    """``(name, kind)`` of the capitalised names in ``clause`` (not its first word unless
+    that is clearly a name), kind place after in/to/from/at, organisation for names like
+    "Acme Inc", else thing."""
+    found: list[tuple[str, str]] = []
+    for match in _NAMES.finditer(clause):
+        name = re.sub(r"'s$", "", match.group(0)).strip()
+        words = name.split()
+        while words and words[0].lower() in _NOT_NAMES:
+            words.pop(0)
+        if not words or words[0] == "I" or words[0].startswith("I'"):
+            continue
+        if len(words) == 1 and words[0].lower() in _NOT_NAMES:
+            continue
+        name = " ".join(words)
+        if len(name) < 2 or (name.isupper() and len(name) > 5):
+            continue
+        if _ORGANISATION.search(name):
+            kind = "organisation"
+        elif _PLACE_CUE.search(clause[: match.start()]):
+            kind = "place"
+        else:
+            kind = "thing"
+        found.append((name, kind))
+    return found
+
+
+def _relation(clause: str) -> tuple[str, str, bool, str] | None:
+    for regex in _RELATION_PATTERNS:
+        match = regex.search(clause)
+        if match and match.group("value").split()[0].lower() not in _NOT_NAMES:
+            attr = match.group("attr").lower()
+            kind = "animal" if attr in _PETS else "person"
+            return attr, match.group("value"), _relation_single(attr), kind
+    return None
+
+
+def _attribute(clause: str) -> tuple[str, str, bool, str] | None:
+    relation = _relation(clause)
+    if relation is not None:
+        return relation
+    for pattern in _PATTERNS:
+        match = pattern.regex.search(clause)
+        if not match:
+            continue
+        value = clean_value(match.group("value"))
+        if not value:
+            continue
+        attribute = pattern.attribute
+        if "attr" in match.groupdict():
+            attr = match.group("attr").lower()
+            attribute = f"favorite {attr}" if attribute == "favorite" else "likes"
+        return attribute, value, pattern.single, pattern.kind
+    return None
+
+
+def _weight(clause: str, attribute: str, names: list[tuple[str, str]]) -> float:
+    weight = 3.0 if attribute else 0.0
+    weight += min(len(names), 3) + min(len(_NUMBER.findall(clause)), 2)
+    return weight + len(_WORD.findall(clause)) / 100
+
+
+def facts_in(message: TranscriptMessage) -> list[_Found]:
+    """The facts one message states (see the module docstring)."""
+    speaker, body = speaker_of(message)
+    if speaker is None:
+        return []
+    found: list[_Found] = []
+    for clause in clauses(body):
+        if not _is_statement(clause):
+            continue
+        names = [n for n in names_in(clause) if n[0].casefold() != speaker.casefold()]
+        attribute, value, single, kind = _attribute(clause) or ("", "", False, "")
+        entities = [(speaker, "person")]
+        if value and kind:
+            entities.append((value, kind))
+        entities.extend(n for n in names if n[0].casefold() != value.casefold())
+        text = resolve_dates(third_person(clause, speaker), message.created_at)
+        found.append(
+            _Found(
+                text=text[:MAX_FACT_CHARS],
+                subject=speaker,
+                attribute=attribute,
+                value=value,
+                single=single,
+                entities=entities,
+                sequence=message.sequence_number,
+                weight=_weight(clause, attribute, names),
+            )
+        )
+    return found
+
+
+def _entities(found: list[_Found]) -> tuple[list[ExtractedEntity], Counter[str]]:
+    kinds: dict[str, ExtractedEntity] = {}
+    mentions: Counter[str] = Counter()
+    for fact in found:
+        for name, kind in fact.entities:
+            key = name.casefold()
+            mentions[key] += 1
+            known = kinds.get(key)
+            if known is None or (known.kind == "thing" and kind != "thing"):
+                kinds[key] = ExtractedEntity(name=known.name if known else name, kind=kind)
+    return list(kinds.values()), mentions
+
+
+def _title(entities: list[ExtractedEntity], mentions: Counter[str], found: list[_Found]) -> str:
+    speakers = {f.subject.casefold() for f in found}
+    ranked = sorted(
+        (e for e in entities if e.name.casefold() not in speakers),
+        key=lambda e: -mentions[e.name.casefold()],
+    )
+    if ranked:
+        return ", ".join(e.name for e in ranked[:3])[:200]
+    if found:
+        return " ".join(found[0].text.split()[:8])[:200]
+    return "Conversation"
+
+
+def extract_episode(messages: list[TranscriptMessage]) -> EpisodeExtraction:
+    """Title, summary, facts and entities of one episode (see the module docstring)."""
+    found: list[_Found] = []
+    seen: set[tuple[str, str]] = set()
+    for message in messages:
+        for fact in facts_in(message):
+            key = (fact.subject.casefold(), fact.text.casefold())
+            if key not in seen:
+                seen.add(key)
+                found.append(fact)
+    entities, mentions = _entities(found)
+    best = sorted(range(len(found)), key=lambda i: (-found[i].weight, i))[:SUMMARY_LINES]
+    lines = [found[i] for i in sorted(best)]
+    summary = "\n".join(f"- {f.text}" for f in lines)
+    if not lines:
+        summary = "Nothing about the people in this conversation was stated."
+    facts = [
+        ExtractedFact(
+            text=f.text,
+            subject=f.subject,
+            attribute=f.attribute,
+            value=f.value,
+            single_valued=f.single,
+            entities=tuple(dict.fromkeys(name for name, _ in f.entities)),
+            source_sequences=(f.sequence,),
+        )
+        for f in found
+    ]
+    consumed = sum(count_tokens(m.content) for m in messages)
+    return EpisodeExtraction(
+        title=_title(entities, mentions, found),
+        summary=summary,
+        quoted_sequences=tuple(dict.fromkeys(f.sequence for f in lines)),
+        facts=facts,
+        entities=entities,
+        model=MODEL_NAME,
+        usage=Usage(input_tokens=consumed, output_tokens=count_tokens(summary)),
+    )

@@ -1,0 +1,428 @@
+"""Semantic memory: facts and entities, their lineage, and search over them.
+
+Spec 000 ("Relationship to the other layers"): facts and entities are extracted from the
+raw message rows of an episode's range (memoryapp.episodic runs the job and calls
+facts_store inside its one transaction). DESIGN.md sections 4-5 give the shapes.
+
+Lineage rules (facts_store):
+- A fact with the same subject, the same attribute and the same value (one value's words
+  contain the other's: "Prius" and "Toyota Prius") as a current fact is a **reworded
+  duplicate**: it is merged into the current fact (its source messages are added), never
+  stored twice and never treated as a contradiction. A fact without an attribute is a
+  duplicate when its words (stop words aside) are those of a current fact of its subject.
+- A fact with the same subject and a **single-valued** attribute but another value
+  **invalidates** the current one: the older fact gets ``invalidated_at`` (the newer
+  fact's ``valid_from``: when it stopped being true) and ``invalidated_by``, and is kept
+  for audit. If the stored fact is the newer one (messages extracted out of order), the
+  new fact is stored already invalidated by it.
+- Deleting a fact removes it and its search-index row at once (fact_delete).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from django.db import connection, transaction
+from django.db.models import Count, Q, QuerySet
+
+from memoryapp.errors import FactNotFound
+from memoryapp.llm.port import ExtractedEntity, ExtractedFact
+from memoryapp.models import Entity, Episode, Fact, Message, Project
+from memoryapp.paging import cursor_decode, cursor_encode, cursor_time, cursor_uuid
+
+FACT_FTS = "memoryapp_fact_fts"
+PG_SEARCH_CONFIG = "english"
+LIST_LIMIT_MAX = 100
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Words that do not tell two values or two statements apart.
+_FILLER_TEXT = (
+    "a an the my our your his her their its this that some now currently still new "
+    "just really also very is are was were be been to of and in on at for with"
+)
+_FILLER = frozenset(_FILLER_TEXT.split())
+
+
+# --- normalisation ----------------------------------------------------------------------
+
+
+def entity_key(name: str) -> str:
+    """The case-folded, whitespace-collapsed name that identifies an entity in a dataset."""
+    return " ".join(name.split()).casefold()[:200]
+
+
+def value_key(text: str) -> str:
+    """The words of ``text`` that carry meaning, lower-cased, in order (for comparing
+    values: "a Toyota Prius now" -> "toyota prius")."""
+    words = [w for w in _WORD.findall(text.casefold()) if w not in _FILLER]
+    return " ".join(words)[:500]
+
+
+def text_key(text: str) -> str:
+    """The sorted distinct meaningful words of a statement: equal for rewordings that only
+    reorder words or change filler ("The user sold the Civic." / "the user sold a civic")."""
+    return " ".join(sorted(set(value_key(text).split())))[:500]
+
+
+def values_match(a: str, b: str) -> bool:
+    """Whether two value keys name the same value: one's words contain the other's."""
+    left, right = set(a.split()), set(b.split())
+    return bool(left and right) and (left <= right or right <= left)
+
+
+# --- entities ---------------------------------------------------------------------------
+
+_KIND_RANK = {"thing": 0}
+
+
+def entity_resolve(
+    *, project: Project, dataset: str, name: str, kind: str = "thing", summary: str = ""
+) -> Entity:
+    """The dataset's entity called ``name``, created if new. Call inside a transaction.
+
+    A name whose words contain, or are contained in, exactly one existing entity's name
+    of a compatible kind ("Civic" and "Honda Civic", "Mara" and "Mara Jones") is that
+    entity. A more specific ``kind`` than "thing" and a first ``summary`` are recorded.
+    """
+    key = entity_key(name)
+    qs = Entity.objects.filter(project=project, dataset=dataset)
+    entity = qs.filter(key=key).first()
+    if entity is None:
+        entity = _entity_by_words(qs, key, kind)
+    if entity is None:
+        return Entity.objects.create(
+            project=project,
+            dataset=dataset,
+            name=name[:200],
+            key=key,
+            kind=kind[:50] or "thing",
+            summary=summary,
+        )
+    changed: list[str] = []
+    if entity.kind == "thing" and kind and kind != "thing":
+        entity.kind = kind[:50]
+        changed.append("kind")
+    if not entity.summary and summary:
+        entity.summary = summary
+        changed.append("summary")
+    if changed:
+        entity.save(update_fields=changed)
+    return entity
+
+
+def _entity_by_words(qs: QuerySet[Entity], key: str, kind: str) -> Entity | None:
+    words = set(key.split())
+    cues = [w for w in words if len(w) >= 3]
+    if not cues:
+        return None
+    any_word = Q()
+    for word in cues:
+        any_word |= Q(key__contains=word)
+    matches = [
+        e
+        for e in qs.filter(any_word)[:50]
+        if (words <= set(e.key.split()) or set(e.key.split()) <= words)
+        and (e.kind == kind or "thing" in (e.kind, kind))
+    ]
+    return matches[0] if len(matches) == 1 else None
+
+
+def entity_list(
+    *, project: Project, dataset: str | None = None, limit: int = 50, cursor: str | None = None
+) -> tuple[list[Entity], str | None]:
+    """``(entities, next_cursor)`` of ``project`` (one dataset, or all), by name; each has
+    ``fact_count`` (serializers.entity_to_dict reads it): the current facts that are
+    about it or mention it. Raises InvalidInput
+    for a malformed cursor."""
+    qs = Entity.objects.filter(project=project)
+    if dataset is not None:
+        qs = qs.filter(dataset=dataset)
+    if cursor:
+        name, last_id = cursor_decode(cursor, size=2)
+        qs = qs.filter(Q(name__gt=name) | Q(name=name, id__gt=cursor_uuid(last_id)))
+    qs = qs.annotate(
+        fact_count=Count("facts", filter=Q(facts__invalidated_at__isnull=True), distinct=True)
+    )
+    rows: list[Entity] = list(qs.order_by("name", "id")[: limit + 1])
+    next_cursor = None
+    if len(rows) > limit:
+        last = rows[limit - 1]
+        next_cursor = cursor_encode([last.name, str(last.id)])
+    return rows[:limit], next_cursor
+
+
+# --- facts: storing -----------------------------------------------------------------------
+
+
+@dataclass
+class FactsStored:
+    """What facts_store did: facts created, merged into an existing one, invalidated."""
+
+    created: list[Fact] = field(default_factory=list)
+    merged: list[Fact] = field(default_factory=list)
+    invalidated: list[Fact] = field(default_factory=list)
+
+
+def _sources(fact: ExtractedFact, messages: dict[int, Message]) -> list[Message]:
+    cited = [messages[s] for s in dict.fromkeys(fact.source_sequences) if s in messages]
+    if cited:
+        return cited
+    # No usable citation: the message sharing the most words with the fact.
+    words = set(value_key(fact.text).split())
+    best = max(
+        messages.values(),
+        key=lambda m: (len(words & set(value_key(m.content).split())), -m.sequence_number),
+        default=None,
+    )
+    return [best] if best is not None else []
+
+
+def _merge(existing: Fact, sources: list[Message], entities: list[Entity]) -> Fact:
+    ids = list(existing.source_message_ids)
+    ids.extend(str(m.id) for m in sources if str(m.id) not in ids)
+    if ids != existing.source_message_ids:
+        existing.source_message_ids = ids
+        existing.save(update_fields=["source_message_ids"])
+    existing.entities.add(*entities)
+    return existing
+
+
+def _supersede(new: Fact, others: list[Fact], stored: FactsStored) -> None:
+    """Apply the single-valued rule between ``new`` and the current facts ``others``
+    (same subject and attribute, other values)."""
+    newer = [o for o in others if o.valid_from > new.valid_from]
+    if newer:
+        latest = max(newer, key=lambda o: o.valid_from)
+        new.invalidated_at, new.invalidated_by = latest.valid_from, latest
+        new.save(update_fields=["invalidated_at", "invalidated_by"])
+        stored.invalidated.append(new)
+        return
+    for old in others:
+        old.invalidated_at, old.invalidated_by = new.valid_from, new
+        old.save(update_fields=["invalidated_at", "invalidated_by"])
+        stored.invalidated.append(old)
+
+
+def _store_one(
+    *, episode: Episode, extracted: ExtractedFact, messages: dict[int, Message], stored: FactsStored
+) -> None:
+    project, dataset = episode.project, episode.dataset
+    sources = _sources(extracted, messages)
+    if not sources or not extracted.text.strip():
+        return
+    subject = entity_resolve(
+        project=project, dataset=dataset, name=extracted.subject or "user", kind="person"
+    )
+    mentioned = [subject] + [
+        entity_resolve(project=project, dataset=dataset, name=name)
+        for name in dict.fromkeys(extracted.entities)
+        if name.strip() and entity_key(name) != subject.key
+    ]
+    attribute = " ".join(extracted.attribute.lower().split())[:100]
+    key = value_key(extracted.value) if attribute else text_key(extracted.text)
+    current = Fact.objects.current().filter(
+        project=project, dataset=dataset, subject=subject, attribute=attribute
+    )
+    if attribute:
+        same = list(current)
+        duplicate = next((f for f in same if values_match(f.value_key, key)), None)
+    else:
+        same, duplicate = [], current.filter(value_key=key).first()
+    if duplicate is not None:
+        stored.merged.append(_merge(duplicate, sources, mentioned))
+        return
+    fact = Fact.objects.create(
+        project=project,
+        dataset=dataset,
+        episode=episode,
+        thread_id=episode.thread_id,
+        text=extracted.text.strip()[:2000],
+        subject=subject,
+        attribute=attribute,
+        value=extracted.value.strip()[:500],
+        value_key=key,
+        single_valued=bool(attribute) and extracted.single_valued,
+        source_message_ids=[str(m.id) for m in sources],
+        valid_from=max(m.created_at for m in sources),
+    )
+    fact.entities.add(*mentioned)
+    stored.created.append(fact)
+    if fact.single_valued and same:
+        _supersede(fact, same, stored)
+
+
+def facts_store(
+    *,
+    episode: Episode,
+    facts: Sequence[ExtractedFact],
+    entities: Sequence[ExtractedEntity],
+    messages: dict[int, Message],
+) -> FactsStored:
+    """Store what extraction found in ``episode``'s range, applying the lineage rules of
+    the module docstring. ``messages`` are the range's raw rows by sequence number: a
+    fact's ``source_sequences`` outside them are ignored (a fact citing none gets the
+    message sharing most words with it). Must run inside the caller's transaction (the
+    episode job's): it writes nothing on its own if that transaction rolls back.
+    """
+    stored = FactsStored()
+    for entity in entities:
+        if entity.name.strip():
+            entity_resolve(
+                project=episode.project,
+                dataset=episode.dataset,
+                name=entity.name.strip(),
+                kind=entity.kind,
+                summary=entity.summary,
+            )
+    ordered = sorted(
+        facts, key=lambda f: min((s for s in f.source_sequences if s in messages), default=0)
+    )
+    for extracted in ordered:
+        _store_one(episode=episode, extracted=extracted, messages=messages, stored=stored)
+    return stored
+
+
+# --- facts: reading and deleting -----------------------------------------------------------
+
+
+def _uuid(value: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(value)
+    except ValueError as exc:
+        raise FactNotFound() from exc
+
+
+def _facts_qs() -> QuerySet[Fact]:
+    return Fact.objects.select_related("subject").prefetch_related("entities")
+
+
+def fact_list(
+    *,
+    project: Project,
+    dataset: str | None = None,
+    entity: str | None = None,
+    include_invalidated: bool = False,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> tuple[list[Fact], str | None]:
+    """``(facts, next_cursor)`` of ``project``, newest ``valid_from`` first.
+
+    ``dataset`` narrows to one user scope; ``entity`` (a name, case-insensitive) to facts
+    about it or mentioning it; invalidated facts only with ``include_invalidated``.
+    Raises InvalidInput for a malformed cursor.
+    """
+    qs = _facts_qs().filter(project=project)
+    if dataset is not None:
+        qs = qs.filter(dataset=dataset)
+    if not include_invalidated:
+        qs = qs.filter(invalidated_at__isnull=True)
+    if entity is not None:
+        key = entity_key(entity)
+        qs = qs.filter(Q(subject__key=key) | Q(entities__key=key)).distinct()
+    if cursor:
+        moment, last_id = cursor_decode(cursor, size=2)
+        when, pk = cursor_time(moment), cursor_uuid(last_id)
+        qs = qs.filter(Q(valid_from__lt=when) | Q(valid_from=when, id__lt=pk))
+    rows = list(qs.order_by("-valid_from", "-id")[: limit + 1])
+    next_cursor = None
+    if len(rows) > limit:
+        last = rows[limit - 1]
+        next_cursor = cursor_encode([last.valid_from.isoformat(), str(last.id)])
+    return rows[:limit], next_cursor
+
+
+def fact_get(*, project: Project, fact_id: str | uuid.UUID) -> Fact:
+    """The project's fact ``fact_id``. Raises FactNotFound for a malformed id, a missing
+    fact, or another project's fact alike."""
+    pk = fact_id if isinstance(fact_id, uuid.UUID) else _uuid(str(fact_id))
+    fact = _facts_qs().filter(project=project, pk=pk).first()
+    if fact is None:
+        raise FactNotFound()
+    return fact
+
+
+def fact_delete(*, project: Project, fact_id: str | uuid.UUID) -> None:
+    """Forget one fact for good (a person's right to have one thing forgotten): the row
+    and its full-text index entry go in one transaction, so recall and search stop
+    returning it at once. A fact it had invalidated stays invalidated (what was said
+    stays said) with ``invalidated_by`` cleared. Raises FactNotFound."""
+    with transaction.atomic():
+        fact = fact_get(project=project, fact_id=fact_id)
+        fact.delete()
+
+
+# --- search -------------------------------------------------------------------------------
+
+
+def _match_expression(terms: Iterable[str]) -> str:
+    # Every term quoted and OR-ed: user words can never become FTS5 syntax.
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+
+
+def fact_search(
+    *,
+    project: Project,
+    dataset: str,
+    terms: Sequence[str],
+    limit: int = 10,
+    include_invalidated: bool = False,
+) -> list[tuple[Fact, float]]:
+    """Facts of ``dataset`` whose text matches any of ``terms`` (plain words), best first,
+    as ``(fact, score)`` with score higher-is-better (comparable within one call). Current
+    facts only unless ``include_invalidated``. SQLite ranks with FTS5 bm25, PostgreSQL
+    with ts_rank_cd over the GIN index of migration 0007; other databases return []."""
+    terms = [t for t in terms if t.strip()]
+    if not terms or limit < 1:
+        return []
+    if connection.vendor == "sqlite":
+        ranked = _fact_search_sqlite(project, dataset, terms, limit, include_invalidated)
+    elif connection.vendor == "postgresql":
+        ranked = _fact_search_postgresql(project, dataset, terms, limit, include_invalidated)
+    else:
+        return []
+    facts = _facts_qs().in_bulk([pk for pk, _ in ranked])
+    return [(facts[pk], score) for pk, score in ranked if pk in facts]
+
+
+def _fact_search_sqlite(
+    project: Project, dataset: str, terms: Sequence[str], limit: int, invalidated: bool
+) -> list[tuple[uuid.UUID, float]]:
+    sql = f"""
+        SELECT f.id, -bm25({FACT_FTS}) AS score
+        FROM {FACT_FTS}
+        JOIN memoryapp_fact AS f ON f.rowid = {FACT_FTS}.rowid
+        WHERE {FACT_FTS} MATCH %s AND f.project_id = %s AND f.dataset = %s
+          {"" if invalidated else "AND f.invalidated_at IS NULL"}
+        ORDER BY bm25({FACT_FTS}), f.valid_from DESC
+        LIMIT %s
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [_match_expression(terms), project.pk, dataset, limit])
+        rows = cursor.fetchall()
+    return [(uuid.UUID(str(row[0])), float(row[1])) for row in rows]
+
+
+def _fact_search_postgresql(
+    project: Project, dataset: str, terms: Sequence[str], limit: int, invalidated: bool
+) -> list[tuple[uuid.UUID, float]]:
+    from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+
+    vector = SearchVector("text", config=PG_SEARCH_CONFIG)
+    search: SearchQuery | None = None
+    for term in terms:
+        one = SearchQuery(term, config=PG_SEARCH_CONFIG, search_type="plain")
+        search = one if search is None else search | one
+    assert search is not None  # terms is not empty
+    qs = Fact.objects.filter(project=project, dataset=dataset).alias(document=vector)
+    if not invalidated:
+        qs = qs.filter(invalidated_at__isnull=True)
+    rows = (
+        qs.filter(document=search)
+        .annotate(score=SearchRank(vector, search, cover_density=True))
+        .order_by("-score", "-valid_from")
+        .values_list("id", "score")[:limit]
+    )
+    return [(pk, float(score)) for pk, score in rows]

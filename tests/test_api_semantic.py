@@ -1,0 +1,127 @@
+"""GET/DELETE /v1/memory/semantic/... and GET /v1/memory/episodic/... (issue 8 item 4)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memoryapp import episodic
+from tests.conftest import Api, Clock
+
+SEMANTIC = "/v1/memory/semantic"
+EPISODIC = "/v1/memory/episodic"
+
+
+def _episode(api: Api, *lines: str, dataset: str = "user_42") -> dict[str, Any]:
+    thread = api.create_thread(dataset=dataset)
+    ids = [api.append(thread["threadId"], line).json()["messageId"] for line in lines]
+    episodic.episode_build(thread_id=thread["threadId"], from_sequence=1, to_sequence=len(lines))
+    return {"threadId": thread["threadId"], "ids": ids}
+
+
+def test_it_lists_facts_in_the_issue_shape(api: Api, clock: Clock) -> None:
+    made = _episode(api, "I drive a Honda Civic")
+    resp = api.get(f"{SEMANTIC}/facts", dataset="user_42")
+    assert resp.status_code == 200
+    body = resp.json()
+    (fact,) = body["facts"]
+    (episode,) = api.get(f"{EPISODIC}/episodes", dataset="user_42").json()["episodes"]
+    assert body == {
+        "facts": [
+            {
+                "factId": fact["factId"],
+                "text": "The user drives a Honda Civic.",
+                "subject": "user",
+                "attribute": "car",
+                "value": "Honda Civic",
+                "entities": ["user", "Honda Civic"],
+                "episodeId": episode["episodeId"],
+                "threadId": made["threadId"],
+                "sourceMessageIds": made["ids"],
+                "validFrom": "2026-08-16T09:00:00.000Z",
+                "invalidatedAt": None,
+                "invalidatedBy": None,
+            }
+        ],
+        "nextCursor": None,
+    }
+
+
+def test_it_lists_episodes_and_gets_one(api: Api, clock: Clock) -> None:
+    made = _episode(api, "I drive a Honda Civic", "my sister is Mara")
+    body = api.get(f"{EPISODIC}/episodes", threadId=made["threadId"]).json()
+    (episode,) = body["episodes"]
+    assert episode == {
+        "episodeId": episode["episodeId"],
+        "threadId": made["threadId"],
+        "dataset": "user_42",
+        "fromSequence": 1,
+        "toSequence": 2,
+        "title": "Honda Civic, Mara",
+        "summary": "- The user drives a Honda Civic.\n- The user's sister is Mara.",
+        "createdAt": "2026-08-16T09:00:00.000Z",
+    }
+    assert body["nextCursor"] is None
+    assert api.get(f"{EPISODIC}/episodes/{episode['episodeId']}").json() == episode
+
+
+def test_it_lists_entities_with_fact_counts(api: Api) -> None:
+    _episode(api, "I drive a Honda Civic", "my sister is Mara")
+    body = api.get(f"{SEMANTIC}/entities", dataset="user_42").json()
+    assert [(e["name"], e["kind"], e["summary"], e["factCount"]) for e in body["entities"]] == [
+        ("Honda Civic", "product", "", 1),
+        ("Mara", "person", "", 1),
+        ("user", "person", "", 2),
+    ]
+    assert set(body["entities"][0]) == {"entityId", "name", "kind", "summary", "factCount"}
+    assert body["nextCursor"] is None
+
+
+def test_it_pages_with_next_cursor(api: Api) -> None:
+    _episode(api, "my friend is Oslo", "my friend is Rome", "my friend is Kyiv")
+    first = api.get(f"{SEMANTIC}/entities", limit=2).json()
+    second = api.get(f"{SEMANTIC}/entities", limit=2, cursor=first["nextCursor"]).json()
+    names = [e["name"] for e in first["entities"] + second["entities"]]
+    assert names == ["Kyiv", "Oslo", "Rome", "user"]
+    assert second["nextCursor"] is None
+
+
+def test_it_deletes_a_fact_for_good(api: Api) -> None:
+    _episode(api, "I drive a Honda Civic")
+    (fact,) = api.get(f"{SEMANTIC}/facts").json()["facts"]
+    assert api.delete(f"{SEMANTIC}/facts/{fact['factId']}").status_code == 204
+    assert api.get(f"{SEMANTIC}/facts", includeInvalidated="true").json()["facts"] == []
+    again = api.delete(f"{SEMANTIC}/facts/{fact['factId']}")
+    assert (again.status_code, again.json()) == (404, {"error": "Fact not found"})
+
+
+def test_it_answers_404_to_another_project(api: Api, outsider_api: Api) -> None:
+    made = _episode(api, "I drive a Honda Civic")
+    (fact,) = api.get(f"{SEMANTIC}/facts").json()["facts"]
+    assert outsider_api.get(f"{SEMANTIC}/facts", dataset="user_42").json()["facts"] == []
+    assert outsider_api.get(f"{SEMANTIC}/entities").json()["entities"] == []
+    assert outsider_api.get(f"{EPISODIC}/episodes").json()["episodes"] == []
+    resp = outsider_api.delete(f"{SEMANTIC}/facts/{fact['factId']}")
+    assert (resp.status_code, resp.json()) == (404, {"error": "Fact not found"})
+    resp = outsider_api.get(f"{EPISODIC}/episodes/{fact['episodeId']}")
+    assert (resp.status_code, resp.json()) == (404, {"error": "Episode not found"})
+    resp = outsider_api.get(f"{EPISODIC}/episodes", threadId=made["threadId"])
+    assert (resp.status_code, resp.json()) == (404, {"error": "Thread not found"})
+    assert api.get(f"{SEMANTIC}/facts").json()["facts"] == [fact]
+
+
+def test_it_names_the_offending_query_field(api: Api, anon_api: Api) -> None:
+    for path, params, field in [
+        (f"{SEMANTIC}/facts", {"includeInvalidated": "maybe"}, "includeInvalidated"),
+        (f"{SEMANTIC}/facts", {"limit": "0"}, "limit"),
+        (f"{SEMANTIC}/facts", {"cursor": "bm9wZQ"}, "cursor"),
+        (f"{SEMANTIC}/facts", {"entity": " "}, "entity"),
+        (f"{SEMANTIC}/entities", {"dataset": ""}, "dataset"),
+        (f"{EPISODIC}/episodes", {"threadId": "not-a-uuid"}, "threadId"),
+        (f"{EPISODIC}/episodes", {"limit": "500"}, "limit"),
+    ]:
+        resp = api.get(path, None, **params)
+        assert resp.status_code == 400, (path, params)
+        assert resp.json()["error"] == "Validation error"
+        assert [i["path"] for i in resp.json()["issues"]] == [[field]], (path, params)
+    assert anon_api.get(f"{SEMANTIC}/facts").status_code == 401
+    assert api.get(f"{EPISODIC}/episodes/nope").status_code == 404

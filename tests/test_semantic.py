@@ -1,0 +1,182 @@
+"""Facts and entities: lineage, reads, deletion, search (memoryapp/semantic.py; issue 8)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memoryapp import episodic, semantic, serializers, working
+from memoryapp.errors import FactNotFound, InvalidInput
+from memoryapp.models import Entity, Fact, Message, Project, Thread
+from tests.conftest import Clock
+
+
+def _thread(project: Project, dataset: str = "user_42") -> Thread:
+    return working.thread_create(project=project, dataset=dataset)
+
+
+def _episode(thread: Thread, *lines: str) -> list[Message]:
+    """Append ``lines`` as user messages and run the episode job over them."""
+    rows = [working.message_append(thread=thread, role="user", content=c).message for c in lines]
+    built = episodic.episode_build(
+        thread_id=thread.pk,
+        from_sequence=rows[0].sequence_number,
+        to_sequence=rows[-1].sequence_number,
+    )
+    assert built.created
+    return rows
+
+
+def test_it_invalidates_the_older_value_of_a_single_valued_attribute(
+    project: Project, clock: Clock
+) -> None:
+    _episode(_thread(project), "I drive a Honda Civic")
+    clock.set("2026-08-20T10:00:00.000Z")
+    (sold,) = _episode(_thread(project), "I sold the Civic, I drive a Prius now")
+
+    civic = Fact.objects.get(value="Honda Civic")
+    prius = Fact.objects.get(value="Prius")
+    assert civic.invalidated_by == prius
+    assert civic.invalidated_at == prius.valid_from == sold.created_at
+    assert prius.invalidated_at is None
+    current, _ = semantic.fact_list(project=project, dataset="user_42")
+    assert sorted(f.text for f in current) == [
+        "The user drives a Prius now.",
+        "The user sold the Civic.",
+    ]
+    every, _ = semantic.fact_list(project=project, dataset="user_42", include_invalidated=True)
+    assert civic in every
+
+
+def test_it_merges_a_reworded_duplicate_instead_of_storing_it(
+    project: Project, clock: Clock
+) -> None:
+    (first,) = _episode(_thread(project), "I drive a Prius now")
+    clock.set("2026-08-21T10:00:00.000Z")
+    (again,) = _episode(_thread(project), "I drive a Toyota Prius")
+
+    (fact,) = Fact.objects.all()
+    assert fact.invalidated_at is None
+    assert fact.source_message_ids == [str(first.id), str(again.id)]
+    assert Entity.objects.get(key="prius").name == "Prius"
+    assert not Entity.objects.filter(key="toyota prius").exists()
+
+
+def test_it_keeps_several_values_of_a_multi_valued_attribute(project: Project) -> None:
+    _episode(_thread(project), "my sister is Mara", "my sister is Lena")
+    assert sorted(Fact.objects.current().values_list("value", flat=True)) == ["Lena", "Mara"]
+
+
+def test_it_stores_an_older_statement_already_invalidated(project: Project, clock: Clock) -> None:
+    thread = _thread(project)
+    clock.set("2026-08-20T10:00:00.000Z")
+    _episode(thread, "I live in Berlin")
+    other = _thread(project)
+    msg = working.message_append(thread=other, role="user", content="I live in Paris").message
+    Message.objects.filter(pk=msg.pk).update(created_at=clock.now.replace(year=2025))
+    episodic.episode_build(thread_id=other.pk, from_sequence=1, to_sequence=1)
+
+    paris = Fact.objects.get(value="Paris")
+    assert paris.invalidated_by == Fact.objects.get(value="Berlin")
+    assert Fact.objects.current().get().value == "Berlin"
+
+
+def test_it_keeps_datasets_apart(project: Project) -> None:
+    _episode(_thread(project, "alice"), "I drive a Honda Civic")
+    _episode(_thread(project, "bob"), "I drive a Prius")
+    assert Fact.objects.current().count() == 2
+    facts, _ = semantic.fact_list(project=project, dataset="bob")
+    assert [f.value for f in facts] == ["Prius"]
+
+
+def test_it_lists_facts_about_or_mentioning_an_entity(project: Project) -> None:
+    _episode(_thread(project), "I drive a Honda Civic", "my sister is Mara")
+    facts, _ = semantic.fact_list(project=project, dataset="user_42", entity="mara")
+    assert [f.text for f in facts] == ["The user's sister is Mara."]
+    about_user, _ = semantic.fact_list(project=project, dataset="user_42", entity="User")
+    assert len(about_user) == 2
+
+
+def test_it_pages_facts_and_refuses_a_forged_cursor(project: Project, clock: Clock) -> None:
+    thread = _thread(project)
+    for n, city in enumerate(["Oslo", "Rome", "Kyiv"]):
+        clock.set(f"2026-08-16T09:0{n}:00.000Z")
+        _episode(thread, f"my friend is {city}")
+    page, cursor = semantic.fact_list(project=project, limit=2)
+    rest, end = semantic.fact_list(project=project, limit=2, cursor=cursor)
+    assert [f.value for f in page + rest] == ["Kyiv", "Rome", "Oslo"]
+    assert end is None
+    with pytest.raises(InvalidInput) as err:
+        semantic.fact_list(project=project, cursor="bm90LWpzb24")
+    assert err.value.issues[0]["path"] == ["cursor"]
+
+
+def test_it_lists_entities_with_their_current_fact_counts(project: Project, clock: Clock) -> None:
+    _episode(_thread(project), "I drive a Honda Civic", "my sister is Mara")
+    clock.set("2026-08-20T10:00:00.000Z")
+    _episode(_thread(project), "I drive a Prius now")
+    entities, cursor = semantic.entity_list(project=project, dataset="user_42")
+    assert [(e.name, e.kind, serializers.entity_to_dict(e)["factCount"]) for e in entities] == [
+        ("Honda Civic", "product", 0),
+        ("Mara", "person", 1),
+        ("Prius", "product", 1),
+        ("user", "person", 2),
+    ]
+    assert cursor is None
+
+
+def test_it_forgets_a_deleted_fact_in_search_at_once(project: Project) -> None:
+    _episode(_thread(project), "I drive a Honda Civic")
+    (fact,) = Fact.objects.all()
+    assert [
+        f for f, _ in semantic.fact_search(project=project, dataset="user_42", terms=["civic"])
+    ] == [fact]
+
+    semantic.fact_delete(project=project, fact_id=fact.pk)
+
+    assert semantic.fact_search(project=project, dataset="user_42", terms=["civic"]) == []
+    with pytest.raises(FactNotFound):
+        semantic.fact_get(project=project, fact_id=fact.pk)
+
+
+def test_it_searches_current_facts_unless_asked_for_invalidated_ones(
+    project: Project, clock: Clock
+) -> None:
+    _episode(_thread(project), "I drive a Honda Civic")
+    clock.set("2026-08-20T10:00:00.000Z")
+    _episode(_thread(project), "I drive a Prius now")
+    search = semantic.fact_search
+    assert search(project=project, dataset="user_42", terms=["civic"]) == []
+    assert [
+        f.value
+        for f, _ in search(
+            project=project, dataset="user_42", terms=["civic"], include_invalidated=True
+        )
+    ] == ["Honda Civic"]
+
+
+def test_it_hides_another_projects_fact(project: Project) -> None:
+    other = Project.objects.create(slug="other", name="Other")
+    _episode(_thread(other), "I drive a Honda Civic")
+    (fact,) = Fact.objects.all()
+    with pytest.raises(FactNotFound):
+        semantic.fact_delete(project=project, fact_id=fact.pk)
+    assert Fact.objects.count() == 1
+
+
+def test_it_serialises_a_fact_in_the_issue_shape(project: Project, clock: Clock) -> None:
+    (car,) = _episode(_thread(project), "I drive a Honda Civic")
+    fact = Fact.objects.get()
+    assert serializers.fact_to_dict(fact) == {
+        "factId": str(fact.id),
+        "text": "The user drives a Honda Civic.",
+        "subject": "user",
+        "attribute": "car",
+        "value": "Honda Civic",
+        "entities": ["user", "Honda Civic"],
+        "episodeId": str(fact.episode_id),
+        "threadId": str(car.thread_id),
+        "sourceMessageIds": [str(car.id)],
+        "validFrom": "2026-08-16T09:00:00.000Z",
+        "invalidatedAt": None,
+        "invalidatedBy": None,
+    }
