@@ -40,10 +40,10 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from memoryapp import compaction, working
+from memoryapp import compaction, episodic, working
 from memoryapp.api import api
 from memoryapp.chat import chat_turn
-from memoryapp.models import ApiKey, Membership, Message, Project, Thread
+from memoryapp.models import ApiKey, Fact, Membership, Message, Project, Thread
 from playground.consumers import CLOSE_FORBIDDEN
 from playground.routing import websocket_urlpatterns
 
@@ -156,8 +156,25 @@ def _turn_id(v: Victim) -> str:
     return str(result["turnId"])
 
 
+def _episode_id(v: Victim) -> str:
+    built = episodic.episode_build(thread_id=v.thread.id, from_sequence=1, to_sequence=3)
+    assert built.episode is not None
+    return str(built.episode.pk)
+
+
+def _fact_id(v: Victim) -> str:
+    message = working.message_append(
+        thread=v.thread, role="user", content=f"I drive a {PROBE_WORD} {v.token}"
+    ).message
+    seq = message.sequence_number
+    built = episodic.episode_build(thread_id=v.thread.id, from_sequence=seq, to_sequence=seq)
+    return str(Fact.objects.get(episode=built.episode).pk)
+
+
 PATH_PARAMETERS: dict[str, Callable[[Victim], str]] = {
     "thread_id": _thread_id,
+    "episode_id": _episode_id,
+    "fact_id": _fact_id,
     "membership_id": _membership_id,
     "key_id": _key_id,
     "turn_id": _turn_id,
