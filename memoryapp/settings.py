@@ -98,6 +98,14 @@ if DATABASE_URL:
             "timeout": env_float("DATABASE_POOL_TIMEOUT", 30.0),
         }
 else:
+    # NORMAL: in WAL mode a commit survives the process being killed (kill -9), but a power
+    # loss or OS crash may undo the last commits since the WAL was last synced to disk.
+    # FULL syncs the WAL at every commit (docs/scaling.md, "Durability").
+    SQLITE_SYNCHRONOUS = env_str("SQLITE_SYNCHRONOUS", "NORMAL").upper()
+    if SQLITE_SYNCHRONOUS not in {"NORMAL", "FULL", "EXTRA"}:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured("SQLITE_SYNCHRONOUS must be NORMAL, FULL or EXTRA")
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
@@ -107,7 +115,7 @@ else:
                 "timeout": 30,
                 "init_command": (
                     "PRAGMA journal_mode=WAL;"
-                    "PRAGMA synchronous=NORMAL;"
+                    f"PRAGMA synchronous={SQLITE_SYNCHRONOUS};"
                     "PRAGMA busy_timeout=30000;"
                     "PRAGMA foreign_keys=ON;"
                 ),
