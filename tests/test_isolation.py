@@ -36,6 +36,7 @@ from urllib.parse import urlencode
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
+from django.apps import apps
 from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
@@ -43,7 +44,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from memoryapp import compaction, episodic, working
 from memoryapp.api import api
 from memoryapp.chat import chat_turn
-from memoryapp.models import ApiKey, Fact, Membership, Message, Project, Thread
+from memoryapp.models import ApiKey, Fact, Membership, Project, Thread
 from playground.consumers import CLOSE_FORBIDDEN
 from playground.routing import websocket_urlpatterns
 
@@ -187,19 +188,31 @@ def _value(victim: Victim, name: str) -> str:
     return victim.made[name]
 
 
+def _build_all(victim: Victim) -> None:
+    """Build every kind of victim object, so a list or search route has all of them to leak."""
+    for name in PATH_PARAMETERS:
+        _value(victim, name)
+
+
 def _fill(route: str, victim: Victim) -> str:
     """``route`` (Django syntax) with each parameter replaced by the victim's object."""
     return "/" + PARAM.sub(lambda m: _value(victim, m.group(1)), route)
 
 
-def _snapshot(victim: Victim) -> list[Any]:
-    """What an outsider must not be able to change: the victim's threads, messages and keys."""
-    return [
-        list(Thread.objects.filter(project=victim.project).values().order_by("pk")),
-        list(Message.objects.filter(thread__project=victim.project).values().order_by("pk")),
-        list(ApiKey.objects.filter(project=victim.project).values().order_by("pk")),
-        list(Membership.objects.filter(project=victim.project).values().order_by("pk")),
-    ]
+def _snapshot(victim: Victim) -> dict[str, list[dict[str, Any]]]:
+    """What an outsider must not be able to change: every row of the victim's project in
+    every memoryapp model that belongs to a project or to a thread."""
+    rows = {}
+    for model in apps.get_app_config("memoryapp").get_models():
+        fields = {f.name for f in model._meta.get_fields()}
+        if "project" in fields:
+            scope = {"project": victim.project}
+        elif "thread" in fields:
+            scope = {"thread__project": victim.project}
+        else:
+            continue
+        rows[model.__name__] = list(model.objects.filter(**scope).values().order_by("pk"))
+    return rows
 
 
 def _assert_nothing_of(victim: Victim, body: bytes, what: str) -> None:
@@ -373,6 +386,8 @@ def test_it_finds_the_routes_it_must_cover() -> None:
 def test_it_answers_another_projects_key_with_404_and_nothing_of_the_victim(
     route: Route, victim: Victim, attacker: Attacker
 ) -> None:
+    if not route.params:
+        _build_all(victim)
     calls = list(_api_requests(route, victim))  # builds the victim's objects first
     before = _snapshot(victim)
     client = Client()
@@ -425,6 +440,8 @@ def _dashboard_call(client: Client, method: str, url: str, project: Project | No
 def test_it_answers_another_projects_member_with_404_and_nothing_of_the_victim(
     route: Route, victim: Victim, attacker: Attacker
 ) -> None:
+    if not route.params:
+        _build_all(victim)
     url = _fill(route.route, victim)  # builds the victim's objects first
     before = _snapshot(victim)
     client = Client()
