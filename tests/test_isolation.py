@@ -211,7 +211,9 @@ def _snapshot(victim: Victim) -> dict[str, list[dict[str, Any]]]:
             scope = {"thread__project": victim.project}
         else:
             continue
-        rows[model.__name__] = list(model.objects.filter(**scope).values().order_by("pk"))
+        rows[model.__name__] = list(
+            model._default_manager.filter(**scope).values().order_by("pk")
+        )
     return rows
 
 
