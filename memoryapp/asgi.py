@@ -30,6 +30,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
+from memoryapp.errors import BODY_TOO_LARGE, error_body  # noqa: E402
 from memoryapp.events import loop_sender  # noqa: E402
 from playground.routing import websocket_urlpatterns  # noqa: E402
 
@@ -42,12 +43,7 @@ _pooled_http = WSGIMiddleware(
 # Largest body read at all; Django refuses anything over DATA_UPLOAD_MAX_MEMORY_SIZE with
 # its own 413 (memoryapp.api), so this only stops a client from filling memory.
 MAX_BODY_BYTES = int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE) + 1024 * 1024
-TOO_LARGE = json.dumps(
-    {
-        "error": "Payload too large",
-        "issues": [{"path": [], "message": "Request body is too large", "code": "body_too_large"}],
-    }
-).encode()
+TOO_LARGE = json.dumps(error_body("Payload too large", BODY_TOO_LARGE)).encode()
 
 
 class _BodyTooLarge(Exception):

@@ -1,8 +1,35 @@
-"""Errors the domain raises; memoryapp.api maps each to one HTTP status and body."""
+"""Errors the domain raises, and the one function that builds every JSON error body.
+
+memoryapp.api maps each error to one HTTP status; every JSON error anywhere (/v1, the
+chat route, the middleware, the ASGI body guard) is built by ``error_body``.
+"""
 
 from __future__ import annotations
 
 from typing import Any
+
+from django.http import JsonResponse
+
+
+def error_body(error: str, issues: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
+    """``{"error": error, "issues"?: issues, **extra}``: the shape of every error body
+    (DESIGN.md section 5). ``issues`` items are ``{"path", "message", "code"}``."""
+    body: dict[str, Any] = {"error": error}
+    if issues is not None:
+        body["issues"] = issues
+    body.update(extra)
+    return body
+
+
+def error_json(
+    status: int, error: str, issues: list[dict[str, Any]] | None = None, **extra: Any
+) -> JsonResponse:
+    """error_body as a JsonResponse with ``status`` (for code outside django-ninja)."""
+    return JsonResponse(error_body(error, issues, **extra), status=status)
+
+
+BODY_TOO_LARGE = [{"path": [], "message": "Request body is too large", "code": "body_too_large"}]
+INVALID_JSON = [{"path": [], "message": "Request body is not valid JSON", "code": "invalid_json"}]
 
 
 class MemoryError_(Exception):

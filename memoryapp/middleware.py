@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse
+
+from memoryapp.errors import error_json
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +33,7 @@ class ApiJsonErrorsMiddleware:
         if response.get("Content-Type", "").startswith("application/json"):
             return response
         error = "Not found" if response.status_code == 404 else "Method not allowed"
-        body = JsonResponse({"error": error}, status=response.status_code)
+        body = error_json(response.status_code, error)
         if "Allow" in response:
             body["Allow"] = response["Allow"]
         return body
@@ -42,4 +44,4 @@ class ApiJsonErrorsMiddleware:
             # in __call__; not a 500.
             return None
         logger.exception("unhandled error on %s %s", request.method, request.path)
-        return JsonResponse({"error": "Internal server error"}, status=500)
+        return error_json(500, "Internal server error")

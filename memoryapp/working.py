@@ -11,11 +11,10 @@ Live events are sent through memoryapp.events after commit.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import logging
+import re
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -35,6 +34,7 @@ from memoryapp.results import (
     TokenUsage,
     WindowSummary,
 )
+from memoryapp.validation import CURSOR_PATTERN
 
 logger = logging.getLogger(__name__)
 
@@ -153,26 +153,23 @@ def thread_delete(*, thread: Thread) -> None:
     events.thread_deleted(thread_id)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
 def _encode_cursor(thread: Thread) -> str:
-    raw = f"{thread.created.isoformat()}|{thread.id}"
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+    # "<microseconds since the epoch>-<id hex>": memoryapp.validation.CURSOR_PATTERN
+    # describes it exactly, so the published schema accepts only cursors that decode.
+    return f"{(thread.created - _EPOCH) // _MICROSECOND}-{thread.id.hex}"
 
 
 def _decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        created_raw, id_raw = base64.urlsafe_b64decode(padded.encode()).decode().split("|", 1)
-        created = datetime.fromisoformat(created_raw)
-        if created.tzinfo is None:
-            raise ValueError("cursor time without a zone")
-        # Normalise to UTC here: a forged far-past or far-future time would otherwise
-        # overflow inside the database driver's conversion.
-        created = created.astimezone(UTC)
-        return created, uuid.UUID(id_raw)
-    except (ValueError, OverflowError, binascii.Error, UnicodeDecodeError) as exc:
+    if not re.fullmatch(CURSOR_PATTERN, cursor):
         raise InvalidInput(
             [{"path": ["cursor"], "message": "Malformed cursor", "code": "invalid_cursor"}]
-        ) from exc
+        )
+    micros, id_hex = cursor.split("-")
+    return _EPOCH + int(micros) * _MICROSECOND, uuid.UUID(id_hex)
 
 
 def thread_list(

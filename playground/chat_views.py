@@ -25,64 +25,38 @@ from __future__ import annotations
 import json
 import uuid
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, ConfigDict, StrictBool, ValidationError
 
-from memoryapp.api import issues_from_pydantic
-from memoryapp.api.schemas import MessageIn
 from memoryapp.chat import ChatModelFailed, chat_turn
-from memoryapp.errors import ThreadNotFound
+from memoryapp.errors import BODY_TOO_LARGE, INVALID_JSON, ThreadNotFound, error_json
 from memoryapp.models import Turn, UsageLine
+from memoryapp.validation import (
+    MESSAGE_LIMIT_DEFAULT,
+    Content,
+    MessageLimit,
+    SystemPrompt,
+    issues_from_pydantic,
+)
 from playground.access import get_project_for_user, get_thread_for_user
-
-SYSTEM_PROMPT_MAX_CHARS = 20_000
 
 
 class ChatIn(BaseModel):
-    """The chat request body (spec 002): unknown fields are dropped, as on /v1."""
+    """The chat request body (spec 002): unknown fields are dropped, as on /v1; content
+    follows the rules of an appended message (memoryapp.validation)."""
 
     model_config = ConfigDict(extra="ignore")
 
-    content: str
-    systemPrompt: Annotated[str, Field(max_length=SYSTEM_PROMPT_MAX_CHARS)] | None = None
-    messageLimit: Annotated[int, Field(strict=True, ge=1, le=100)] = 20
+    content: Content
+    systemPrompt: SystemPrompt | None = None
+    messageLimit: MessageLimit = MESSAGE_LIMIT_DEFAULT
     verbose: StrictBool = False
-
-    @field_validator("content")
-    @classmethod
-    def _content_rules(cls, value: str) -> str:
-        # The same rules as an appended message (DESIGN.md section 6 item 6).
-        return MessageIn._content_rules(value)
-
-    @field_validator("systemPrompt")
-    @classmethod
-    def _no_nul(cls, value: str | None) -> str | None:
-        if value is not None and "\x00" in value:
-            raise PydanticCustomError("nul_character", "systemPrompt must not contain NUL characters")
-        return value
-
-
-def _error(status: int, error: str, issues: list[dict[str, Any]] | None = None, **extra: Any) -> JsonResponse:
-    body: dict[str, Any] = {"error": error}
-    if issues is not None:
-        body["issues"] = issues
-    body.update(extra)
-    return JsonResponse(body, status=status)
-
-
-def _invalid_json() -> JsonResponse:
-    return _error(
-        400,
-        "Validation error",
-        [{"path": [], "message": "Request body is not valid JSON", "code": "invalid_json"}],
-    )
 
 
 def chat(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
@@ -92,34 +66,30 @@ def chat(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     caller is fetch().
     """
     if request.method != "POST":
-        response = _error(405, "Method not allowed")
+        response = error_json(405, "Method not allowed")
         response["Allow"] = "POST"
         return response
     if not request.user.is_authenticated:
-        return _error(401, "Unauthorized")
+        return error_json(401, "Unauthorized")
     try:
         thread = get_thread_for_user(request, thread_id)
     except Http404:
-        return _error(404, "Thread not found")
+        return error_json(404, "Thread not found")
     try:
         data = json.loads(request.body or b"")
     except RequestDataTooBig:
-        return _error(
-            413,
-            "Payload too large",
-            [{"path": [], "message": "Request body is too large", "code": "body_too_large"}],
-        )
+        return error_json(413, "Payload too large", BODY_TOO_LARGE)
     except (ValueError, RecursionError):
         # JSONDecodeError and UnicodeDecodeError are ValueErrors; absurdly deep nesting
         # ("[[[[...") exhausts the parser's recursion instead.
-        return _invalid_json()
+        return error_json(400, "Validation error", INVALID_JSON)
     try:
         payload = ChatIn.model_validate(data)
     except ValidationError as exc:
         issues = issues_from_pydantic([dict(e) for e in exc.errors()])
         if any(i["code"] == "content_too_large" for i in issues):
-            return _error(413, "Payload too large", issues)
-        return _error(400, "Validation error", issues)
+            return error_json(413, "Payload too large", issues)
+        return error_json(400, "Validation error", issues)
     try:
         body = chat_turn(
             thread=thread,
@@ -130,7 +100,7 @@ def chat(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
             verbose=payload.verbose,
         )
     except ChatModelFailed as exc:
-        return _error(
+        return error_json(
             502,
             "Model call failed",
             kind=exc.kind,
@@ -139,7 +109,7 @@ def chat(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
             turnId=exc.turn_id,
         )
     except ThreadNotFound:
-        return _error(404, "Thread not found")
+        return error_json(404, "Thread not found")
     return JsonResponse(body, status=201)
 
 
@@ -197,7 +167,7 @@ def turn_context(request: HttpRequest, turn_id: int) -> HttpResponse:
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     """CSRF_FAILURE_VIEW: JSON for the chat route (its caller is fetch()), Django's page elsewhere."""
     if request.path.startswith("/dashboard/chat/"):
-        return _error(403, "CSRF check failed", detail=reason)
+        return error_json(403, "CSRF check failed", detail=reason)
     from django.views.csrf import csrf_failure as default_failure
 
     return default_failure(request, reason=reason)

@@ -8,13 +8,21 @@ from django import forms
 from django.contrib.auth.models import User
 
 from memoryapp.models import Membership, Project
+from memoryapp.validation import (
+    DATASET_MAX_LENGTH,
+    TAG_MAX_LENGTH,
+    TAGS_MAX,
+    THRESHOLD_MAX,
+    THRESHOLD_MIN,
+    django_rule,
+    is_blank,
+    storable_problem,
+    text_problem,
+)
 
-# Bounds of autoCompactThreshold, as the /v1 API enforces them (docs/decisions.md: with
-# keepLast 1 a threshold of 1 could never fold anything).
-THRESHOLD_MIN = 2
-THRESHOLD_MAX = 100_000
-TAG_MAX_LENGTH = 100
-TAGS_MAX = 50
+# The rules /v1 applies (memoryapp.validation), as form field validators.
+VISIBLE_TEXT = [django_rule(text_problem)]
+STORABLE_TEXT = [django_rule(storable_problem)]
 
 
 class _NoColon:
@@ -28,8 +36,12 @@ class _NoColon:
 class ThreadFilterForm(forms.Form):
     """Query of the thread list: ``dataset`` and ``tag`` filters and the page ``cursor``."""
 
-    dataset = forms.CharField(max_length=200, required=False, strip=True)
-    tag = forms.CharField(max_length=TAG_MAX_LENGTH, required=False, strip=True)
+    dataset = forms.CharField(
+        max_length=DATASET_MAX_LENGTH, required=False, strip=True, validators=STORABLE_TEXT
+    )
+    tag = forms.CharField(
+        max_length=TAG_MAX_LENGTH, required=False, strip=True, validators=STORABLE_TEXT
+    )
     cursor = forms.CharField(max_length=500, required=False, widget=forms.HiddenInput)
 
 
@@ -37,7 +49,10 @@ class ThreadCreateForm(_NoColon, forms.Form):
     """A new thread: dataset (required), comma-separated tags, optional autoCompactThreshold."""
 
     dataset = forms.CharField(
-        max_length=200, strip=True, help_text="The user scope recall searches within, e.g. user_42."
+        max_length=DATASET_MAX_LENGTH,
+        strip=True,
+        validators=VISIBLE_TEXT,
+        help_text="The user scope recall searches within, e.g. user_42.",
     )
     tags = forms.CharField(
         max_length=2000, required=False, strip=True, help_text="Comma-separated, e.g. support, web."
@@ -52,12 +67,15 @@ class ThreadCreateForm(_NoColon, forms.Form):
 
     def clean_tags(self) -> list[str]:
         raw: str = self.cleaned_data.get("tags", "")
-        tags = [t.strip() for t in raw.split(",") if t.strip()]
+        # Blank pieces (", ,", zero-width only) are separators' leftovers, not tags.
+        tags = [t.strip() for t in raw.split(",") if not is_blank(t)]
         if len(tags) > TAGS_MAX:
             raise forms.ValidationError(f"At most {TAGS_MAX} tags.")
         too_long = [t for t in tags if len(t) > TAG_MAX_LENGTH]
         if too_long:
             raise forms.ValidationError(f"Each tag is at most {TAG_MAX_LENGTH} characters.")
+        for tag in tags:
+            STORABLE_TEXT[0](tag)
         return tags
 
 

@@ -506,7 +506,7 @@ def test_it_drops_unknown_metadata_keys(api: Api, thread_id: str) -> None:
             "int_type",
         ),
         (
-            {"role": "user", "content": "x", "tokens": {"total": 12.0}},
+            {"role": "user", "content": "x", "tokens": {"total": 12.5}},
             ["tokens", "total"],
             "int_type",
         ),

@@ -537,3 +537,20 @@ def test_it_writes_one_context_section_per_layer_with_sources(project: Project) 
         ]
     )
     assert found["hasContext"] is True
+
+
+@pytest.mark.parametrize(
+    ("body", "path"),
+    [
+        ({"dataset": "\u200b", "query": "x"}, ["dataset"]),
+        ({"dataset": "user_42", "query": "\u200b\u200d"}, ["query"]),
+        ({"dataset": "user_42", "query": " \ufeff\u2066\u2069 "}, ["query"]),
+    ],
+)
+def test_it_refuses_recall_text_with_nothing_visible(
+    api: Api, body: dict[str, Any], path: list[Any]
+) -> None:
+    resp = api.post(URL, body)
+
+    assert resp.status_code == 400
+    assert [(i["path"], i["code"]) for i in resp.json()["issues"]] == [(path, "blank")]

@@ -16,18 +16,34 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from memoryapp.api.auth import ApiKeyAuth
 from memoryapp.errors import (
+    BODY_TOO_LARGE,
+    INVALID_JSON,
     EpisodeNotFound,
     FactNotFound,
     IdempotencyConflict,
     InvalidInput,
     ModelCallFailed,
     ThreadNotFound,
+    error_body,
 )
 from memoryapp.ratelimit import RateLimited
+from memoryapp.validation import JSON_VALUE_SCHEMA, issues_from_pydantic, json_value_refs
 
 logger = logging.getLogger(__name__)
 
-api = NinjaAPI(
+class MemoryApi(NinjaAPI):
+    """NinjaAPI whose OpenAPI document also defines ``JsonValue``, the free-form JSON
+    that thread metadata holds (memoryapp.validation.JsonObject refers to it)."""
+
+    def get_openapi_schema(self, *args: Any, **kwargs: Any) -> Any:
+        schema = super().get_openapi_schema(*args, **kwargs)
+        schema["components"].setdefault("schemas", {})["JsonValue"] = JSON_VALUE_SCHEMA
+        for key in ("paths", "components"):
+            schema[key] = json_value_refs(schema[key])
+        return schema
+
+
+api = MemoryApi(
     title="Memory service",
     version="1",
     description=(
@@ -50,40 +66,28 @@ _PARAMETER_NAMES = {"payload", "params", "filters"}
 def error_response(
     request: HttpRequest, status: int, error: str, issues: list[dict[str, Any]] | None = None, **extra: Any
 ) -> HttpResponse:
-    """The one error helper: ``{"error": error, "issues"?: issues, **extra}`` with ``status``."""
-    body: dict[str, Any] = {"error": error}
-    if issues is not None:
-        body["issues"] = issues
-    body.update(extra)
-    return api.create_response(request, body, status=status)
+    """An error_body (memoryapp.errors) as ninja's response with ``status``."""
+    return api.create_response(request, error_body(error, issues, **extra), status=status)
 
 
-def issues_from_pydantic(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Turn pydantic error dicts into API issues ``{"path", "message", "code"}``, with the
-    request location (body, query, ...) and parameter name stripped from ``path``."""
+def validation_response(request: HttpRequest, errors: list[dict[str, Any]]) -> HttpResponse:
+    """400 Validation error with the issues of ninja's pydantic ``errors`` (the request
+    location and parameter name stripped from each path), or 413 when content is over
+    its size limit."""
     issues = []
     for err in errors:
         loc = list(err.get("loc", ()))
-        if loc and loc[0] in _LOCATION_PREFIXES:
-            loc.pop(0)
-        if loc and loc[0] in _PARAMETER_NAMES:
-            loc.pop(0)
-        issues.append(
-            {
-                "path": [p if isinstance(p, int) else str(p) for p in loc],
-                "message": str(err.get("msg", "Invalid value")),
-                "code": str(err.get("type", "invalid")),
-            }
-        )
-    return issues
+        strip = int(bool(loc) and loc[0] in _LOCATION_PREFIXES)
+        strip += int(len(loc) > strip and loc[strip] in _PARAMETER_NAMES)
+        issues.extend(issues_from_pydantic([err], strip=strip))
+    if any(i["code"] == "content_too_large" for i in issues):
+        return error_response(request, 413, "Payload too large", issues)
+    return error_response(request, 400, "Validation error", issues)
 
 
 @api.exception_handler(ValidationError)
 def _validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
-    issues = issues_from_pydantic(list(exc.errors))
-    if any(i["code"] == "content_too_large" for i in issues):
-        return error_response(request, 413, "Payload too large", issues)
-    return error_response(request, 400, "Validation error", issues)
+    return validation_response(request, list(exc.errors))
 
 
 @api.exception_handler(InvalidInput)
@@ -100,23 +104,13 @@ def _unauthorized(request: HttpRequest, exc: AuthenticationError) -> HttpRespons
 def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     if exc.status_code == 400:
         # ninja raises this for a body that is not JSON.
-        return error_response(
-            request,
-            400,
-            "Validation error",
-            [{"path": [], "message": "Request body is not valid JSON", "code": "invalid_json"}],
-        )
+        return error_response(request, 400, "Validation error", INVALID_JSON)
     return error_response(request, exc.status_code, str(exc))
 
 
 @api.exception_handler(RequestDataTooBig)
 def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
-    return error_response(
-        request,
-        413,
-        "Payload too large",
-        [{"path": [], "message": "Request body is too large", "code": "body_too_large"}],
-    )
+    return error_response(request, 413, "Payload too large", BODY_TOO_LARGE)
 
 
 @api.exception_handler(RateLimited)

@@ -11,13 +11,13 @@ from typing import Annotated, Any, Literal
 
 from django.http import HttpRequest
 from ninja import Router, Schema
-from pydantic import ConfigDict, Field, field_validator
-from pydantic_core import PydanticCustomError
+from pydantic import ConfigDict, Field
 
 from memoryapp import recall as recall_domain
 from memoryapp import working
-from memoryapp.api.schemas import ErrorOut, is_blank
+from memoryapp.api.schemas import ErrorOut
 from memoryapp.models import ApiKey
+from memoryapp.validation import INTEGRAL, Dataset, Query
 
 router = Router(tags=["recall"])
 
@@ -42,26 +42,17 @@ class RecallIn(Schema):
 
     model_config = ConfigDict(extra="ignore")
 
-    dataset: Annotated[str, Field(min_length=1, max_length=200)]
-    query: Annotated[str, Field(min_length=1, max_length=10_000)]
+    dataset: Dataset
+    query: Query
     # Synthesis is a model call: only when asked for.
     include: Annotated[list[Layer], Field(min_length=1, max_length=4)] = [
         "episodes",
         "facts",
         "raw",
     ]
-    limit: Annotated[int, Field(strict=True, ge=1, le=recall_domain.LIMIT_MAX)] = 10
+    limit: Annotated[int, Field(strict=True, ge=1, le=recall_domain.LIMIT_MAX), INTEGRAL] = 10
     threadId: uuid.UUID | None = None
     messageRange: MessageRangeIn | None = None
-
-    @field_validator("dataset", "query")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if is_blank(value):  # also zero-width and other invisible characters
-            raise PydanticCustomError("blank", "must not be blank")
-        if "\x00" in value:
-            raise PydanticCustomError("nul_character", "must not contain NUL characters")
-        return value
 
 
 class NeighbourOut(Schema):

@@ -6,128 +6,47 @@ rejected (spec 002 "Field rename"; DESIGN.md section 6 item 7).
 
 from __future__ import annotations
 
-import json
-import math
-import unicodedata
 from typing import Annotated, Any, Literal
 
-from django.conf import settings
 from ninja import Schema
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
+
+from memoryapp.validation import (
+    PAGE_LIMIT_MAX,
+    Content,
+    Cursor,
+    Dataset,
+    JsonObject,
+    MessageLimit,
+    NonNegInt,
+    ShortText,
+    TagList,
+    Text,
+    Threshold,
+)
 
 Role = Literal["user", "assistant", "system", "tool"]
 
-# The largest value the integer columns (tokens, latency) hold on every database:
-# PostgreSQL's ``integer``. Anything larger would fail in the database, not here.
-INT32_MAX = 2**31 - 1
-# Nesting depth allowed in free-form JSON (thread metadata); deeper documents would come
-# close to Python's recursion limit when the database layer serialises them.
-JSON_MAX_DEPTH = 32
-# Thread metadata rides along in every thread resource and list page; keep it small.
-JSON_MAX_BYTES = 16 * 1024
 
-
-def clean_text(value: str) -> str:
-    """Return ``value`` if every database can store it as given, else raise a pydantic error.
-
-    Refuses NUL characters (PostgreSQL text and jsonb cannot hold them; DESIGN.md section 6
-    item 6) with code ``nul_character`` and unpaired surrogates (a JSON ``"\\ud800"``
-    escape decodes to one; it has no UTF-8 form) with code ``invalid_unicode``.
-    """
-    if "\x00" in value:
-        raise PydanticCustomError("nul_character", "text must not contain NUL characters")
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise PydanticCustomError(
-                "invalid_unicode", "text must not contain unpaired surrogates"
-            ) from None
+def _not_null(value: Any) -> Any:
+    # PATCH: a field may be left out, but dataset, tags and metadata cannot be cleared.
+    if value is None:
+        raise PydanticCustomError("null", "cannot be null")
     return value
 
 
-def clean_json(value: Any) -> Any:
-    """Check free-form JSON (thread metadata) with clean_text on every key and string.
-
-    Also refuses NaN and Infinity (``non_finite_number``: JSON columns reject them) and
-    nesting deeper than JSON_MAX_DEPTH (``too_deep``). Walks iteratively, so a deep
-    document cannot exhaust the stack here.
-    """
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, str):
-            clean_text(item)
-        elif isinstance(item, float):
-            if not math.isfinite(item):
-                raise PydanticCustomError(
-                    "non_finite_number", "numbers must be finite (no NaN or Infinity)"
-                )
-        elif isinstance(item, dict | list):
-            if depth >= JSON_MAX_DEPTH:
-                raise PydanticCustomError(
-                    "too_deep", "JSON is nested more than {limit} levels", {"limit": JSON_MAX_DEPTH}
-                )
-            if isinstance(item, dict):
-                for key, child in item.items():
-                    clean_text(key)
-                    stack.append((child, depth + 1))
-            else:
-                stack.extend((child, depth + 1) for child in item)
-    return value
+def _no_null_defaults(schema: dict[str, Any]) -> None:
+    # The None defaults of ThreadPatchIn only mean "left out"; null itself is refused.
+    for name in ("dataset", "tags", "metadata"):
+        schema["properties"][name].pop("default", None)
 
 
-def is_blank(value: str) -> bool:
-    """True when ``value`` has nothing visible: only whitespace and invisible format
-    characters (zero-width space, joiners, BOM, direction marks: Unicode category Cf)."""
-    return all(ch.isspace() or unicodedata.category(ch) == "Cf" for ch in value)
-
-
-def _not_blank(value: str) -> str:
-    if is_blank(value):
-        raise PydanticCustomError("blank", "must not be blank")
-    return value
-
-
-# Length constraints sit on the str itself so errors keep pydantic's string_too_long codes.
-Text = Annotated[str, AfterValidator(clean_text)]
-ShortText = Annotated[str, Field(max_length=200), AfterValidator(clean_text)]
-Dataset = Annotated[
-    str, Field(min_length=1, max_length=200), AfterValidator(clean_text), AfterValidator(_not_blank)
-]
-TagList = Annotated[
-    list[
-        Annotated[
-            str,
-            Field(min_length=1, max_length=100),
-            AfterValidator(clean_text),
-            AfterValidator(_not_blank),
-        ]
-    ],
-    Field(max_length=50),
-]
-def _json_size(value: dict[str, Any]) -> dict[str, Any]:
-    size = len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
-    if size > JSON_MAX_BYTES:
-        raise PydanticCustomError(
-            "too_large",
-            "metadata is {size} bytes as JSON; the limit is {limit}",
-            {"size": size, "limit": JSON_MAX_BYTES},
-        )
-    return value
-
-
-JsonObject = Annotated[dict[str, Any], AfterValidator(clean_json), AfterValidator(_json_size)]
-# strict: 1.5, "12", true and 12.0 are all refused rather than coerced.
-NonNegInt = Annotated[int, Field(strict=True, ge=0, le=INT32_MAX)]
+# Typed Any so that a non-optional field can default to it; never validated (see below).
+_LEFT_OUT: Any = None
+PatchDataset = Annotated[Dataset, BeforeValidator(_not_null)]
+PatchTagList = Annotated[TagList, BeforeValidator(_not_null)]
+PatchJsonObject = Annotated[JsonObject, BeforeValidator(_not_null)]
 
 
 class _Out(BaseModel):
@@ -169,16 +88,23 @@ class ThreadIn(_In):
     dataset: Dataset
     tags: TagList = []
     metadata: JsonObject = {}
-    autoCompactThreshold: Annotated[int, Field(strict=True, ge=2, le=100_000)] | None = None
+    autoCompactThreshold: Threshold | None = None
 
 
 class ThreadPatchIn(_In):
-    """PATCH /v1/memory/working/threads/{threadId}: any subset of the create fields."""
+    """PATCH /v1/memory/working/threads/{threadId}: any subset of the create fields.
 
-    dataset: Dataset | None = None
-    tags: TagList | None = None
-    metadata: JsonObject | None = None
-    autoCompactThreshold: Annotated[int, Field(strict=True, ge=2, le=100_000)] | None = None
+    dataset, tags and metadata may be left out but not set to null (code ``null``);
+    a null autoCompactThreshold turns automatic compaction off. The defaults below are
+    never validated: a field left out stays unset (``model_dump(exclude_unset=True)``).
+    """
+
+    model_config = ConfigDict(extra="ignore", json_schema_extra=_no_null_defaults)
+
+    dataset: PatchDataset = _LEFT_OUT
+    tags: PatchTagList = _LEFT_OUT
+    metadata: PatchJsonObject = _LEFT_OUT
+    autoCompactThreshold: Threshold | None = None
 
 
 class CompactionStateOut(_Out):
@@ -211,6 +137,15 @@ class ThreadListOut(_Out):
 # --- Messages -----------------------------------------------------------------------------
 
 
+def _one_count_given(schema: dict[str, Any]) -> None:
+    # At least one count that is not null; "total >= input + output" has no JSON-schema
+    # form and is stated in the description only.
+    schema["anyOf"] = [
+        {"required": [name], "properties": {name: {"type": "integer"}}}
+        for name in ("input", "output", "total")
+    ]
+
+
 class TokensIn(_In):
     """Optional token telemetry; ``total`` defaults to input + output.
 
@@ -219,6 +154,8 @@ class TokensIn(_In):
     column, as every field does), and so is a ``total`` below ``input + output``: providers count total as at
     least prompt plus completion (Gemini adds thinking and tool-use tokens on top).
     """
+
+    model_config = ConfigDict(extra="ignore", json_schema_extra=_one_count_given)
 
     input: NonNegInt | None = None
     output: NonNegInt | None = None
@@ -258,38 +195,11 @@ class MessageIn(_In):
     """POST .../threads/{threadId}/messages (spec 002)."""
 
     role: Role
-    content: str
+    content: Content
     tokens: TokensIn | None = None
     model: ShortText | None = None
     latencyMs: NonNegInt | None = None
     metadata: MessageMetadataIn | None = None
-
-    @field_validator("content")
-    @classmethod
-    def _content_rules(cls, value: str) -> str:
-        # DESIGN.md section 6 item 6: non-empty after trimming, no NUL, at most the limit
-        # in UTF-8 bytes. Size is checked last so a huge blank body still says "blank".
-        if "\x00" in value:
-            raise PydanticCustomError("nul_character", "content must not contain NUL characters")
-        if value.isascii():
-            size = len(value)
-        else:
-            try:
-                size = len(value.encode("utf-8"))
-            except UnicodeEncodeError:
-                raise PydanticCustomError(
-                    "invalid_unicode", "content must not contain unpaired surrogates"
-                ) from None
-        if is_blank(value):
-            raise PydanticCustomError("blank", "content must be non-empty")
-        limit = int(settings.MEMORY_MAX_CONTENT_BYTES)
-        if size > limit:
-            raise PydanticCustomError(
-                "content_too_large",
-                "content is {size} bytes; the limit is {limit} bytes (UTF-8)",
-                {"size": size, "limit": limit},
-            )
-        return value
 
 
 class AppendOut(_Out):
@@ -330,7 +240,7 @@ class MessageOut(_Out):
 class MessageListQuery(Schema):
     """GET .../messages query (spec 002; ``after`` from DESIGN.md section 6 item 8)."""
 
-    limit: Annotated[int, Field(ge=1, le=100)] = 20
+    limit: Annotated[int, Field(ge=1, le=PAGE_LIMIT_MAX)] = 20
     before: Annotated[int, Field(ge=1)] | None = None
     after: Annotated[int, Field(ge=0)] | None = None
     order: Literal["asc", "desc"] = "asc"
@@ -347,8 +257,8 @@ class ThreadListQuery(Schema):
 
     dataset: Text | None = None
     tag: Text | None = None
-    limit: Annotated[int, Field(ge=1, le=100)] = 20
-    cursor: Annotated[str, Field(max_length=500), AfterValidator(clean_text)] | None = None
+    limit: Annotated[int, Field(ge=1, le=PAGE_LIMIT_MAX)] = 20
+    cursor: Cursor | None = None
 
 
 # --- prepare, compact, stats ----------------------------------------------------------------
@@ -357,7 +267,7 @@ class ThreadListQuery(Schema):
 class PrepareIn(_In):
     """POST .../prepare; ``{}`` (or no body) is valid."""
 
-    messageLimit: Annotated[int, Field(strict=True, ge=1, le=100)] = 20
+    messageLimit: MessageLimit = 20
 
 
 class ContextMessageOut(_Out):

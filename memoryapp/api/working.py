@@ -80,11 +80,6 @@ def get_thread(request: HttpRequest, thread_id: str) -> dict[str, Any]:
 def patch_thread(request: HttpRequest, thread_id: str, payload: ThreadPatchIn) -> dict[str, Any]:
     thread = working.thread_get(project=_project(request), thread_id=thread_id)
     given = payload.model_dump(exclude_unset=True)
-    for required in ("dataset", "tags", "metadata"):
-        if required in given and given[required] is None:
-            raise InvalidInput(
-                [{"path": [required], "message": f"{required} cannot be null", "code": "null"}]
-            )
     names = {"autoCompactThreshold": "auto_compact_threshold"}
     changes = {names.get(k, k): v for k, v in given.items()}
     thread = working.thread_update(thread=thread, changes=changes)

@@ -1,0 +1,345 @@
+"""The text rules and limits every input goes through: /v1 schemas, the chat route, forms.
+
+One module so that the API, the playground and the dashboard refuse exactly the same
+things (issue 7, "One validation and error path"). Each rule is a plain function that
+returns a problem ``(code, message)`` or None; ``pydantic_rule`` and ``django_rule`` adapt
+it to pydantic (400 issues on /v1 and the chat route) and to Django forms.
+
+The pydantic types carry their JSON schema with them, so /v1/openapi.json states what
+the validators accept (issue 7 finding 9): a ``pattern`` that excludes NUL and unpaired
+surrogates (and, where required, needs one visible character), integral numbers such as
+``324.0`` accepted as integers (JSON Schema calls them integers too).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
+from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
+from pydantic_core import PydanticCustomError
+
+# --- limits -------------------------------------------------------------------------------
+
+# The largest value the integer columns (tokens, latency) hold on every database:
+# PostgreSQL's ``integer``. Anything larger would fail in the database, not here.
+INT32_MAX = 2**31 - 1
+# Nesting depth allowed in free-form JSON (thread metadata); deeper documents would come
+# close to Python's recursion limit when the database layer serialises them.
+JSON_MAX_DEPTH = 32
+# Thread metadata rides along in every thread resource and list page; keep it small.
+JSON_MAX_BYTES = 16 * 1024
+DATASET_MAX_LENGTH = 200
+TAG_MAX_LENGTH = 100
+TAGS_MAX = 50
+SHORT_TEXT_MAX_LENGTH = 200
+# Bounds of autoCompactThreshold (docs/decisions.md: with keepLast 1 a threshold of 1
+# could never fold anything).
+THRESHOLD_MIN = 2
+THRESHOLD_MAX = 100_000
+MESSAGE_LIMIT_DEFAULT = 20
+MESSAGE_LIMIT_MAX = 100
+PAGE_LIMIT_MAX = 100
+QUERY_MAX_LENGTH = 10_000
+SYSTEM_PROMPT_MAX_LENGTH = 20_000
+# A thread-list cursor: the last row's creation time (microseconds since the Unix epoch)
+# and id (memoryapp.working). Sixteen digits reach the year 2286, so every cursor that
+# matches decodes.
+CURSOR_PATTERN = r"^[0-9]{1,16}-[0-9a-f]{32}$"
+
+Problem = tuple[str, str]
+
+# --- the rules ----------------------------------------------------------------------------
+
+
+def storable_problem(value: str) -> Problem | None:
+    """Why ``value`` cannot be stored as given on every database, or None.
+
+    ``nul_character``: PostgreSQL text and jsonb cannot hold NUL (DESIGN.md section 6
+    item 6). ``invalid_unicode``: an unpaired surrogate (a JSON ``"\\ud800"`` escape
+    decodes to one) has no UTF-8 form.
+    """
+    if "\x00" in value:
+        return "nul_character", "text must not contain NUL characters"
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "invalid_unicode", "text must not contain unpaired surrogates"
+    return None
+
+
+def is_invisible(ch: str) -> bool:
+    """True for whitespace and invisible format characters (zero-width space, joiners,
+    BOM, direction marks and isolates: Unicode category Cf)."""
+    return ch.isspace() or unicodedata.category(ch) == "Cf"
+
+
+def is_blank(value: str) -> bool:
+    """True when ``value`` has nothing visible (every character is_invisible)."""
+    return all(is_invisible(ch) for ch in value)
+
+
+def text_problem(value: str, *, blank_ok: bool = False) -> Problem | None:
+    """storable_problem, then (unless ``blank_ok``) ``blank`` for nothing visible."""
+    problem = storable_problem(value)
+    if problem is None and not blank_ok and is_blank(value):
+        return "blank", "must not be blank"
+    return problem
+
+
+def content_problem(value: str) -> Problem | None:
+    """The rules of a message's content (DESIGN.md section 6 item 6): storable, not
+    blank, at most ``MEMORY_MAX_CONTENT_BYTES`` in UTF-8 (``content_too_large``, which
+    the API answers with 413). Size is checked last so a huge blank body says "blank"."""
+    problem = text_problem(value)
+    if problem is not None:
+        return problem
+    size = len(value) if value.isascii() else len(value.encode("utf-8"))
+    limit = int(settings.MEMORY_MAX_CONTENT_BYTES)
+    if size > limit:
+        return (
+            "content_too_large",
+            f"content is {size} bytes; the limit is {limit} bytes (UTF-8)",
+        )
+    return None
+
+
+def json_problem(value: Any) -> Problem | None:
+    """Free-form JSON (thread metadata): every key and string storable, numbers finite
+    (``non_finite_number``), nesting at most JSON_MAX_DEPTH (``too_deep``), at most
+    JSON_MAX_BYTES as UTF-8 JSON (``too_large``). Walks iteratively: a deep document
+    cannot exhaust the stack here."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        problem: Problem | None = None
+        if isinstance(item, str):
+            problem = storable_problem(item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            problem = "non_finite_number", "numbers must be finite (no NaN or Infinity)"
+        elif isinstance(item, dict | list) and depth >= JSON_MAX_DEPTH:
+            problem = "too_deep", f"JSON is nested more than {JSON_MAX_DEPTH} levels"
+        elif isinstance(item, dict):
+            problem = next(filter(None, (storable_problem(k) for k in item)), None)
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+        if problem is not None:
+            return problem
+    size = len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
+    if size > JSON_MAX_BYTES:
+        return "too_large", f"metadata is {size} bytes as JSON; the limit is {JSON_MAX_BYTES}"
+    return None
+
+
+# --- adapters -----------------------------------------------------------------------------
+
+
+def pydantic_rule(rule: Callable[[Any], Problem | None]) -> AfterValidator:
+    """``rule`` as a pydantic after-validator raising PydanticCustomError(code, message)."""
+
+    def check(value: Any) -> Any:
+        problem = rule(value)
+        if problem is not None:
+            # Braces in a message would be read as pydantic's placeholders.
+            code, message = problem
+            raise PydanticCustomError(code, message.replace("{", "(").replace("}", ")"))
+        return value
+
+    return AfterValidator(check)
+
+
+def django_rule(rule: Callable[[Any], Problem | None]) -> Callable[[Any], None]:
+    """``rule`` as a Django field validator raising ValidationError(message, code)."""
+
+    def check(value: Any) -> None:
+        problem = rule(value)
+        if problem is not None:
+            raise DjangoValidationError(problem[1][:1].upper() + problem[1][1:] + ".", code=problem[0])
+
+    return check
+
+
+def _integral(value: Any) -> Any:
+    # JSON Schema counts 324.0 as an integer, so the API does too; 1.5, "12" and true
+    # are still refused by the strict int after this.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def issues_from_pydantic(errors: list[dict[str, Any]], strip: int = 0) -> list[dict[str, Any]]:
+    """Pydantic error dicts as API issues ``{"path", "message", "code"}``.
+
+    ``strip`` leading location parts are dropped (the request location and parameter
+    name ninja wraps fields in).
+    """
+    return [
+        {
+            "path": [p if isinstance(p, int) else str(p) for p in list(err.get("loc", ()))[strip:]],
+            "message": str(err.get("msg", "Invalid value")),
+            "code": str(err.get("type", "invalid")),
+        }
+        for err in errors
+    ]
+
+
+# --- JSON schema of the rules ------------------------------------------------------------
+
+_STORABLE = r"\x00\ud800-\udfff"
+
+
+@functools.cache
+def _invisible_class() -> str:
+    """Every is_invisible character as regex ranges (computed once, when a schema is
+    first published)."""
+    ranges: list[list[int]] = []
+    for code in range(0x110000):
+        if 0xD800 <= code <= 0xDFFF or not is_invisible(chr(code)):
+            continue
+        if ranges and ranges[-1][1] == code - 1:
+            ranges[-1][1] = code
+        else:
+            ranges.append([code, code])
+    # Literal characters, not escapes: no invisible character is special in a class, and
+    # literals read the same in Python's and ECMA-262's regex dialects.
+    return "".join(chr(a) if a == b else f"{chr(a)}-{chr(b)}" for a, b in ranges)
+
+
+def storable_pattern() -> str:
+    """A JSON-schema ``pattern`` for storable_problem: no NUL, no unpaired surrogate."""
+    return f"^[^{_STORABLE}]*$"
+
+
+def visible_pattern() -> str:
+    """A JSON-schema ``pattern`` for text_problem: storable, one visible character."""
+    return f"^[^{_STORABLE}]*[^{_STORABLE}{_invisible_class()}][^{_STORABLE}]*$"
+
+
+def _with_pattern(pattern: Callable[[], str]) -> Callable[[dict[str, Any]], None]:
+    def extra(schema: dict[str, Any]) -> None:
+        schema["pattern"] = pattern()
+
+    return extra
+
+
+def _content_schema(schema: dict[str, Any]) -> None:
+    schema["pattern"] = visible_pattern()
+    schema["minLength"] = 1
+    limit = int(settings.MEMORY_MAX_CONTENT_BYTES)
+    schema["maxLength"] = limit
+    schema["description"] = f"Visible text, at most {limit} bytes as UTF-8."
+
+
+# Where a JSON value nests another, the schema refers to the ``JsonValue`` component that
+# memoryapp.api publishes; pydantic would try to resolve a ``$ref`` itself, so the
+# schemas carry this marker and the API swaps it for the reference (json_value_refs).
+JSON_VALUE_MARKER = {"x-json-value": True}
+JSON_VALUE_REF = {"$ref": "#/components/schemas/JsonValue"}
+
+
+def json_value_refs(node: Any) -> Any:
+    """``node`` with every JSON_VALUE_MARKER replaced by JSON_VALUE_REF (recursively)."""
+    if node == JSON_VALUE_MARKER:
+        return dict(JSON_VALUE_REF)
+    if isinstance(node, dict):
+        return {k: json_value_refs(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [json_value_refs(v) for v in node]
+    return node
+
+
+def _json_value_schema() -> dict[str, Any]:
+    text = {"type": "string", "pattern": storable_pattern()}
+    value: dict[str, Any] = {
+        "anyOf": [
+            text,
+            {"type": "number"},
+            {"type": "boolean"},
+            {"type": "null"},
+            {"type": "array", "items": JSON_VALUE_MARKER},
+            {"type": "object", "propertyNames": text, "additionalProperties": JSON_VALUE_MARKER},
+        ]
+    }
+    return value
+
+
+JSON_VALUE_SCHEMA = _json_value_schema()
+
+# --- the types every schema uses -----------------------------------------------------------
+
+# Length constraints sit on the str itself so errors keep pydantic's string_too_long codes.
+Text = Annotated[
+    str,
+    Field(json_schema_extra=_with_pattern(storable_pattern)),
+    pydantic_rule(storable_problem),
+]
+ShortText = Annotated[
+    str,
+    Field(max_length=SHORT_TEXT_MAX_LENGTH, json_schema_extra=_with_pattern(storable_pattern)),
+    pydantic_rule(storable_problem),
+]
+SystemPrompt = Annotated[
+    str,
+    Field(max_length=SYSTEM_PROMPT_MAX_LENGTH, json_schema_extra=_with_pattern(storable_pattern)),
+    pydantic_rule(storable_problem),
+]
+_VISIBLE = _with_pattern(visible_pattern)
+Dataset = Annotated[
+    str,
+    Field(min_length=1, max_length=DATASET_MAX_LENGTH, json_schema_extra=_VISIBLE),
+    pydantic_rule(text_problem),
+]
+Tag = Annotated[
+    str,
+    Field(min_length=1, max_length=TAG_MAX_LENGTH, json_schema_extra=_VISIBLE),
+    pydantic_rule(text_problem),
+]
+Query = Annotated[
+    str,
+    Field(min_length=1, max_length=QUERY_MAX_LENGTH, json_schema_extra=_VISIBLE),
+    pydantic_rule(text_problem),
+]
+TagList = Annotated[list[Tag], Field(max_length=TAGS_MAX)]
+Content = Annotated[str, Field(json_schema_extra=_content_schema), pydantic_rule(content_problem)]
+JsonObject = Annotated[
+    dict[str, Any],
+    pydantic_rule(json_problem),
+    WithJsonSchema(
+        {
+            "type": "object",
+            "propertyNames": {"type": "string", "pattern": storable_pattern()},
+            "additionalProperties": JSON_VALUE_MARKER,
+            "description": (
+                f"Any JSON object: no NUL or unpaired surrogates, nested at most "
+                f"{JSON_MAX_DEPTH} levels, at most {JSON_MAX_BYTES} bytes as JSON."
+            ),
+        }
+    ),
+]
+
+
+# An int type is ``Annotated[int, Field(strict=True, ge=..., le=...), INTEGRAL]``: strict
+# (no strings, booleans or fractions) except that an integral number such as ``64.0``
+# counts, as JSON Schema says.
+INTEGRAL = BeforeValidator(_integral)
+NonNegInt = Annotated[int, Field(strict=True, ge=0, le=INT32_MAX), INTEGRAL]
+Threshold = Annotated[int, Field(strict=True, ge=THRESHOLD_MIN, le=THRESHOLD_MAX), INTEGRAL]
+MessageLimit = Annotated[int, Field(strict=True, ge=1, le=MESSAGE_LIMIT_MAX), INTEGRAL]
+Cursor = Annotated[
+    str,
+    Field(json_schema_extra=_with_pattern(lambda: CURSOR_PATTERN)),
+    pydantic_rule(
+        lambda v: None
+        if re.fullmatch(CURSOR_PATTERN, v)
+        else ("invalid_cursor", "Malformed cursor")
+    ),
+]
