@@ -13,6 +13,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 from pydantic_core import PydanticCustomError
 
 from memoryapp.validation import (
+    INT32_MAX,
     PAGE_LIMIT_MAX,
     Content,
     Cursor,
