@@ -1,27 +1,34 @@
 """The playground's server-side chat turn (spec 002, POST /dashboard/chat/threads/:threadId/chat).
 
-One turn: append the user message (stored before any model call), prepare the working
-context window, recall long-term memory (include episodes, synthesis, raw; a failure is
-non-fatal), call the model with the memory blocks first and the user's system prompt
-after them, stream every text piece to the thread's WebSocket group, append the reply,
-and record a Turn with its context view and cost lines (memoryapp.models.Turn,
-UsageLine). No step runs inside a transaction that spans a model call.
+A turn is a sequence of small named steps over one TurnRecord (TURN_STEPS): append the
+user message (stored before any model call), prepare the working context window, recall
+long-term memory (a failure is non-fatal), build the model input (the memory blocks
+first, the user's system prompt after them), call the model (every text piece streamed
+to the thread's WebSocket group), store the reply, record the cost (a Turn with its
+context view and UsageLines). No step runs inside a transaction that spans a model call.
+Agents' tool loops and memory notes are further steps over the same record.
+
+A thread deleted at any point of the turn ends it with ThreadNotFound (the route's 404).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from decimal import Decimal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
+from django.db import DatabaseError, transaction
 
-from memoryapp import compaction, events, llm, serializers, working
-from memoryapp.errors import ModelCallFailed
-from memoryapp.llm.port import ModelError, Usage
+from memoryapp import compaction, events, llm, usage, working
+from memoryapp.errors import ModelCallFailed, ThreadNotFound
+from memoryapp.llm import Prices
+from memoryapp.llm.port import ChatMessage, ModelError, Usage
 from memoryapp.models import Message, Thread, Turn, UsageLine
 from memoryapp.recall import recall
+from memoryapp.results import AppendOutcome, ContextWindow
 from memoryapp.timefmt import iso_ms
 from memoryapp.tokens import count_tokens
 
@@ -32,20 +39,64 @@ RECALL_LIMIT = 10
 # Strings longer than this are cut in the stored context view (the messages themselves
 # keep their full content); token counts are taken before cutting.
 VIEW_CHARS = 4000
-MILLION = Decimal(1_000_000)
 
 
 class ChatModelFailed(ModelCallFailed):
     """The turn's model call failed after the user message was stored.
 
     ``user_message`` is the 201-style dict of the stored user message and ``turn_id`` the
-    Turn that records the error; the view answers 502 with both.
+    Turn that records the error; the route answers 502 with both.
     """
 
     def __init__(self, message: str, *, kind: str, user_message: dict[str, Any], turn_id: int) -> None:
         super().__init__(message, kind=kind)
         self.user_message = user_message
         self.turn_id = turn_id
+
+
+@dataclass
+class TurnRecord:
+    """Everything one turn has learnt so far; each step reads it and fills in its part.
+
+    Inputs: ``thread`` (project-scoped by the caller), ``user``, ``content``,
+    ``system_prompt``, ``message_limit``. ``timings`` are milliseconds per step (the
+    context view's keys), ``lines`` the unsaved UsageLines of the turn.
+    """
+
+    thread: Thread
+    user: Any
+    content: str
+    system_prompt: str = ""
+    message_limit: int = working.MESSAGE_LIMIT_DEFAULT
+    adapter: str = ""
+    prices: Prices = field(default_factory=usage.prices)
+    started: float = field(default_factory=time.perf_counter)
+    timings: dict[str, int] = field(default_factory=dict)
+    turn: Turn | None = None
+    user_outcome: AppendOutcome | None = None
+    window: ContextWindow | None = None
+    recalled: dict[str, Any] | None = None
+    recall_error: str | None = None
+    instruction: str = ""
+    model_input: list[ChatMessage] = field(default_factory=list)
+    context: dict[str, Any] = field(default_factory=dict)
+    pieces: list[str] = field(default_factory=list)
+    model_usage: Usage | None = None
+    usage_estimated: bool = False
+    model_name: str = ""
+    reply_outcome: AppendOutcome | None = None
+    lines: list[UsageLine] = field(default_factory=list)
+
+    @property
+    def stored_turn(self) -> Turn:
+        """The Turn row (set by the append step)."""
+        assert self.turn is not None, "the append step runs first"
+        return self.turn
+
+    @property
+    def reply_text(self) -> str:
+        """The reply streamed so far, joined."""
+        return "".join(self.pieces)
 
 
 def _ms(start: float) -> int:
@@ -56,18 +107,17 @@ def _cut(text: str) -> str:
     return text if len(text) <= VIEW_CHARS else text[: VIEW_CHARS - 1] + "…"
 
 
-def prices() -> tuple[Decimal, Decimal]:
-    """USD per 1M input and output tokens for the adapter in use (0 for offline)."""
-    if llm.adapter_name() == "offline":
-        return Decimal(0), Decimal(0)
-    return (
-        Decimal(str(settings.MEMORY_PRICE_INPUT_PER_MTOK)),
-        Decimal(str(settings.MEMORY_PRICE_OUTPUT_PER_MTOK)),
-    )
-
-
-def _cost(tokens: int, price_per_mtok: Decimal) -> Decimal:
-    return (Decimal(tokens) * price_per_mtok / MILLION).quantize(Decimal("0.00000001"))
+@contextmanager
+def _needs_thread(record: TurnRecord) -> Iterator[None]:
+    """Turn a write that failed because the thread was deleted meanwhile (its Turn went
+    with it: a foreign key, or an update that matched no row) into ThreadNotFound."""
+    try:
+        with transaction.atomic():
+            yield
+    except (DatabaseError, Turn.DoesNotExist) as exc:
+        if Thread.objects.filter(pk=record.thread.pk).exists():
+            raise
+        raise ThreadNotFound() from exc
 
 
 def user_message_dict(message: Message) -> dict[str, Any]:
@@ -91,31 +141,81 @@ def system_instruction(*, recall_context: str, system_prompt: str) -> str:
     return "\n\n".join(part for part in (recall_context.strip(), system_prompt.strip()) if part)
 
 
-def _compaction_usage(thread_id: Any) -> tuple[Message | None, Thread]:
-    thread = Thread.objects.select_related("active_summary").get(pk=thread_id)
-    return thread.active_summary, thread
+def _compaction_lines(record: TurnRecord, outcome: AppendOutcome) -> None:
+    runs = outcome.compaction.runs if outcome.compaction is not None else ()
+    record.lines.extend(usage.compaction_line(record.prices, run.summary) for run in runs)
 
 
-def _prepare_view(prepared: dict[str, Any], thread: Thread) -> dict[str, Any]:
-    messages = prepared["messages"]
-    summary = None
-    tail = messages
-    if prepared["compacted"] and messages:
-        row = thread.active_summary
-        covers = row is not None and row.content == messages[0]["content"]
-        summary = {
-            "content": _cut(messages[0]["content"]),
-            "fromSequence": row.covers_from_sequence if covers and row else None,
-            "toSequence": row.covers_to_sequence if covers and row else None,
-        }
-        tail = messages[1:]
+# --- the steps ------------------------------------------------------------------------------
+
+
+def step_append(record: TurnRecord) -> None:
+    """Store the user message (before any model call, spec 002) and the Turn row."""
+    outcome = compaction.message_append_compacting(
+        thread=record.thread.pk, project=record.thread.project, role="user", content=record.content
+    )
+    record.user_outcome = outcome
+    _compaction_lines(record, outcome)
+    with _needs_thread(record):
+        record.turn = Turn.objects.create(
+            thread_id=record.thread.pk,
+            user=record.user if getattr(record.user, "is_authenticated", False) else None,
+            user_message=outcome.message,
+            adapter=record.adapter,
+            system_prompt=record.system_prompt,
+            message_limit=record.message_limit,
+        )
+
+
+def step_prepare(record: TurnRecord) -> None:
+    """The working context window, read after the append (and any compaction it ran)."""
+    thread = working.thread_get(
+        project=record.thread.project, thread_id=record.thread.pk, with_summary=True
+    )
+    record.window = working.prepare(thread=thread, message_limit=record.message_limit)
+
+
+def step_recall(record: TurnRecord) -> None:
+    """Long-term memory from the dataset's other threads; any failure is logged and
+    recorded, and the turn goes on without it (spec 002)."""
+    try:
+        record.recalled = recall(
+            project=record.thread.project,
+            dataset=record.thread.dataset,
+            query=record.content,
+            include=RECALL_INCLUDE,
+            limit=RECALL_LIMIT,
+            thread_id=record.thread.pk,
+        )
+    except Exception as exc:  # any failure: the turn proceeds without long-term memory
+        logger.warning("recall failed for chat turn %s", record.stored_turn.pk, exc_info=True)
+        record.recall_error = f"{type(exc).__name__}: {exc}"[:2000]
+
+
+def _recall_summary(recalled: dict[str, Any] | None) -> dict[str, Any]:
     return {
-        "messageCount": prepared["messageCount"],
-        "truncated": prepared["truncated"],
-        "compacted": prepared["compacted"],
-        "warning": prepared.get("warning"),
-        "summary": summary,
-        "tail": [{"role": m["role"], "content": _cut(m["content"])} for m in tail],
+        "episodeCount": len(recalled["episodes"]) if recalled else 0,
+        "factCount": len(recalled["facts"]) if recalled else 0,
+        "hasContext": bool(recalled and recalled["hasContext"]),
+        "hasSynthesis": bool(recalled and recalled["synthesis"]),
+    }
+
+
+def _window_view(window: ContextWindow) -> dict[str, Any]:
+    summary = window.summary
+    return {
+        "messageCount": window.message_count,
+        "truncated": window.truncated,
+        "compacted": window.compacted,
+        "warning": window.warning,
+        "summary": None
+        if summary is None
+        else {
+            "content": _cut(summary.content),
+            "fromSequence": summary.from_sequence,
+            "toSequence": summary.to_sequence,
+        },
+        "tail": [{"role": m.role, "content": _cut(m.content)} for m in window.tail],
     }
 
 
@@ -129,6 +229,175 @@ def _recall_view(result: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+def step_build_input(record: TurnRecord) -> None:
+    """The system instruction, the messages for the model, and the context view with
+    the tokens each layer of the context holds."""
+    window = record.window
+    assert window is not None, "the prepare step runs first"
+    recall_context = record.recalled["context"] if record.recalled else ""
+    record.instruction = system_instruction(
+        recall_context=recall_context, system_prompt=record.system_prompt
+    )
+    record.model_input = [ChatMessage(role=m.role, content=m.content) for m in window.messages]
+    layers = {
+        "systemPrompt": count_tokens(record.system_prompt),
+        "recallContext": count_tokens(recall_context),
+        "summary": count_tokens(window.summary.content) if window.summary else 0,
+        "tail": sum(count_tokens(m.content) for m in window.tail),
+    }
+    layers["total"] = sum(layers.values())
+    record.context = {
+        "adapter": record.adapter,
+        "model": "",
+        "prepare": _window_view(window),
+        "recall": _recall_view(record.recalled),
+        "recallError": record.recall_error,
+        "recallSummary": _recall_summary(record.recalled),
+        "layers": layers,
+        "timings": record.timings,
+    }
+
+
+def step_call_model(record: TurnRecord) -> None:
+    """Stream the reply outside every transaction, each text piece to ``chat.delta``.
+    On failure (or an empty reply) the Turn records the error, ``chat.error`` is sent and
+    ChatModelFailed is raised; the user message stays stored."""
+    start = time.perf_counter()
+    turn_id = record.stored_turn.pk
+    try:
+        stream = llm.get_model().reply(
+            system_instruction=record.instruction, messages=record.model_input
+        )
+        for chunk in stream:
+            record.model_name = chunk.model or record.model_name
+            if chunk.text:
+                if not record.pieces:
+                    record.timings["firstTextMs"] = _ms(start)
+                record.pieces.append(chunk.text)
+                events.chat_stream(record.thread.pk, "chat.delta", {"turnId": turn_id, "text": chunk.text})
+            if chunk.done:
+                record.model_usage = chunk.usage
+        if not record.reply_text.strip():
+            raise ModelError("The model returned an empty reply", kind="bad_response")
+    except ModelError as error:
+        record.timings["modelMs"] = _ms(start)
+        _record_failure(record, error)
+    record.timings["modelMs"] = _ms(start)
+    record.context["model"] = record.model_name
+
+
+def _record_failure(record: TurnRecord, error: ModelError) -> None:
+    turn = record.stored_turn
+    message = f"{error.kind}: {error}"[:2000]
+    record.context["model"] = record.model_name
+    record.timings["totalMs"] = _ms(record.started)
+    turn.context, turn.error = record.context, message
+    with _needs_thread(record):
+        turn.save(update_fields=["context", "error"])
+        UsageLine.objects.bulk_create(_with_turn(record.lines, turn))
+    events.chat_stream(record.thread.pk, "chat.error", {"turnId": turn.pk, "error": message})
+    assert record.user_outcome is not None
+    raise ChatModelFailed(
+        str(error),
+        kind=error.kind,
+        user_message=user_message_dict(record.user_outcome.message),
+        turn_id=turn.pk,
+    ) from error
+
+
+def step_store_reply(record: TurnRecord) -> None:
+    """Append the assistant message with its tokens (the provider's, or counted with
+    memoryapp.tokens when it gave none), model and latency."""
+    if record.model_usage is None:
+        record.usage_estimated = True
+        record.model_usage = Usage(
+            input_tokens=count_tokens(record.instruction)
+            + sum(count_tokens(m.content) for m in record.model_input),
+            output_tokens=count_tokens(record.reply_text),
+        )
+    spent = record.model_usage
+    record.reply_outcome = compaction.message_append_compacting(
+        thread=record.thread.pk,
+        project=record.thread.project,
+        role="assistant",
+        content=record.reply_text,
+        tokens={
+            "input": spent.input_tokens,
+            "output": spent.output_tokens,
+            "total": spent.input_tokens + spent.output_tokens,
+        },
+        model=record.model_name or None,
+        latency_ms=record.timings["modelMs"],
+    )
+    _compaction_lines(record, record.reply_outcome)
+
+
+def step_record_cost(record: TurnRecord) -> None:
+    """Save the turn's UsageLines (model input and output, compaction runs, recall's
+    synthesis) and its context view."""
+    spent = record.model_usage
+    assert spent is not None and record.reply_outcome is not None
+    estimated = " (estimated with memoryapp.tokens)" if record.usage_estimated else ""
+    detail = (record.model_name or record.adapter) + estimated
+    lines = usage.model_lines(
+        record.prices, tokens_in=spent.input_tokens, tokens_out=spent.output_tokens, detail=detail
+    )
+    recalled = record.recalled
+    if recalled and recalled["synthesis"] is not None:
+        lines.append(
+            usage.synthesis_line(
+                record.prices,
+                query=record.content,
+                context=recalled["context"],
+                synthesis=recalled["synthesis"],
+            )
+        )
+    turn = record.stored_turn
+    turn.assistant_message = record.reply_outcome.message
+    record.timings["totalMs"] = _ms(record.started)
+    turn.context = record.context
+    with _needs_thread(record):
+        turn.save(update_fields=["assistant_message", "context"])
+        UsageLine.objects.bulk_create(_with_turn([*lines[:2], *record.lines, *lines[2:]], turn))
+
+
+def _with_turn(lines: list[UsageLine], turn: Turn) -> list[UsageLine]:
+    for line in lines:
+        line.turn = turn
+    return lines
+
+
+# The steps of a turn, in order, with the timing key each adds its milliseconds to.
+TURN_STEPS: list[tuple[Callable[[TurnRecord], None], str | None]] = [
+    (step_append, "appendMs"),
+    (step_prepare, "prepareMs"),
+    (step_recall, "recallMs"),
+    (step_build_input, None),
+    (step_call_model, None),  # sets modelMs and firstTextMs itself
+    (step_store_reply, "storeMs"),
+    (step_record_cost, "storeMs"),
+]
+
+
+def turn_body(record: TurnRecord) -> dict[str, Any]:
+    """The 201 body of spec 002 (without ``recall``) for a finished ``record``."""
+    assert record.user_outcome is not None and record.reply_outcome is not None
+    window = record.window
+    assert window is not None
+    return {
+        "userMessage": user_message_dict(record.user_outcome.message),
+        "assistantMessage": assistant_message_dict(record.reply_outcome.message),
+        "compacted": record.user_outcome.compacted or record.reply_outcome.compacted,
+        "prepare": {
+            "messageCount": window.message_count,
+            "truncated": window.truncated,
+            "compacted": window.compacted,
+        },
+        "recallSummary": _recall_summary(record.recalled),
+        "turnId": record.stored_turn.pk,
+    }
+
+
 def chat_turn(
     *,
     thread: Thread,
@@ -138,234 +407,35 @@ def chat_turn(
     message_limit: int = working.MESSAGE_LIMIT_DEFAULT,
     verbose: bool = False,
 ) -> dict[str, Any]:
-    """Run one playground chat turn on ``thread`` and return the 201 body of spec 002.
+    """Run one playground chat turn on ``thread`` (TURN_STEPS) and return the 201 body
+    of spec 002.
 
     Body: ``{"userMessage", "assistantMessage", "compacted", "prepare": {"messageCount",
     "truncated", "compacted"}, "recallSummary": {"episodeCount", "factCount",
     "hasContext", "hasSynthesis"}, "turnId"}`` plus ``"recall"`` (the full recall result,
     or None when recall failed) only when ``verbose``. ``compacted`` is true when either
-    insert (user or assistant) tripped a compaction run that committed.
+    insert (user or assistant) tripped a compaction run that committed. Streams
+    ``chat.delta`` ``{"turnId", "text"}`` per piece of the reply, then ``chat.done`` (the
+    body without ``recall``), through memoryapp.events.
 
-    Streams ``chat.delta`` ``{"turnId", "text"}`` for every piece of the reply, then
-    ``chat.done`` (the body without ``recall``), through memoryapp.events.
-
-    Recall failing is logged and recorded on the Turn; the turn goes on without long-term
-    memory. Raises ChatModelFailed (a ModelCallFailed) when the model call fails: the user
-    message stays stored, no assistant message is stored, the Turn records the error, and
-    ``chat.error`` ``{"turnId", "error"}`` is broadcast. Raises ThreadNotFound if the
-    thread was deleted meanwhile.
+    Raises ChatModelFailed (a ModelCallFailed) when the model call fails, and
+    ThreadNotFound when the thread is deleted during any step.
     """
-    started = time.perf_counter()
-    timings: dict[str, int] = {}
-    price_in, price_out = prices()
-    compaction_lines: list[UsageLine] = []
-
-    def note_compaction(thread_id: Any) -> Thread:
-        summary, fresh = _compaction_usage(thread_id)
-        if summary is not None:
-            tokens_in, tokens_out = summary.tokens_input or 0, summary.tokens_output or 0
-            compaction_lines.append(
-                UsageLine(
-                    kind=UsageLine.Kind.COMPACTION,
-                    quantity=tokens_in + tokens_out,
-                    cost=_cost(tokens_in, price_in) + _cost(tokens_out, price_out),
-                    detail=f"{summary.model or ''}: {tokens_in} in, {tokens_out} out".strip(": "),
-                )
-            )
-        return fresh
-
-    # 1. The user message, stored before any model call (spec 002).
-    step = time.perf_counter()
-    appended = compaction.message_append_compacting(thread=thread, role="user", content=content)
-    timings["appendMs"] = _ms(step)
-    user_message = appended.message
-    turn = Turn.objects.create(
-        thread_id=thread.pk,
-        user=user if getattr(user, "is_authenticated", False) else None,
-        user_message=user_message,
-        adapter=llm.adapter_name(),
+    record = TurnRecord(
+        thread=thread,
+        user=user,
+        content=content,
         system_prompt=system_prompt,
         message_limit=message_limit,
+        adapter=llm.adapter_name(),
     )
-    if appended.compacted:
-        fresh = note_compaction(thread.pk)
-    else:
-        fresh = Thread.objects.select_related("active_summary").get(pk=thread.pk)
-
-    # 2. The working context window.
-    step = time.perf_counter()
-    prepared = serializers.window_to_dict(working.prepare(thread=fresh, message_limit=message_limit))
-    timings["prepareMs"] = _ms(step)
-
-    # 3. Long-term memory; failure is non-fatal (spec 002).
-    step = time.perf_counter()
-    recalled: dict[str, Any] | None = None
-    recall_error: str | None = None
-    try:
-        recalled = recall(
-            project=fresh.project,
-            dataset=fresh.dataset,
-            query=content,
-            include=RECALL_INCLUDE,
-            limit=RECALL_LIMIT,
-            thread_id=fresh.pk,
-        )
-    except Exception as exc:  # any failure: the turn proceeds without long-term memory
-        logger.warning("recall failed for chat turn %s", turn.pk, exc_info=True)
-        recall_error = f"{type(exc).__name__}: {exc}"[:2000]
-    timings["recallMs"] = _ms(step)
-    recall_context = recalled["context"] if recalled else ""
-    instruction = system_instruction(recall_context=recall_context, system_prompt=system_prompt)
-
-    messages = prepared["messages"]
-    summary_tokens = (
-        count_tokens(messages[0]["content"]) if prepared["compacted"] and messages else 0
-    )
-    tail_tokens = sum(count_tokens(m["content"]) for m in messages) - summary_tokens
-    layers = {
-        "systemPrompt": count_tokens(system_prompt),
-        "recallContext": count_tokens(recall_context),
-        "summary": summary_tokens,
-        "tail": tail_tokens,
-    }
-    layers["total"] = sum(layers.values())
-    recall_summary = {
-        "episodeCount": len(recalled["episodes"]) if recalled else 0,
-        "factCount": len(recalled["facts"]) if recalled else 0,
-        "hasContext": bool(recalled and recalled["hasContext"]),
-        "hasSynthesis": bool(recalled and recalled["synthesis"]),
-    }
-    context: dict[str, Any] = {
-        "adapter": turn.adapter,
-        "model": "",
-        "prepare": _prepare_view(prepared, fresh),
-        "recall": _recall_view(recalled),
-        "recallError": recall_error,
-        "recallSummary": recall_summary,
-        "layers": layers,
-        "timings": timings,
-    }
-
-    # 4. The model call, streamed; outside every transaction.
-    step = time.perf_counter()
-    pieces: list[str] = []
-    usage: Usage | None = None
-    model_name = ""
-    error: ModelError | None = None
-    try:
-        model = llm.get_model()
-        for chunk in model.reply(system_instruction=instruction, messages=messages):
-            if chunk.model:
-                model_name = chunk.model
-            if chunk.text:
-                if not pieces:
-                    timings["firstTextMs"] = _ms(step)
-                pieces.append(chunk.text)
-                events.chat_stream(thread.pk, "chat.delta", {"turnId": turn.pk, "text": chunk.text})
-            if chunk.done:
-                usage = chunk.usage
-        if not "".join(pieces).strip():
-            error = ModelError("The model returned an empty reply", kind="bad_response")
-    except ModelError as exc:
-        error = exc
-    except Exception as exc:  # adapters raise only ModelError; anything else is a bug there
-        logger.exception("model adapter raised a non-ModelError during reply")
-        error = ModelError(f"{type(exc).__name__}: {exc}", kind="bad_response")
-    timings["modelMs"] = _ms(step)
-    context["model"] = model_name
-
-    if error is not None:
-        message = f"{error.kind}: {error}"[:2000]
-        timings["totalMs"] = _ms(started)
-        turn.context = context
-        turn.error = message
-        turn.save(update_fields=["context", "error"])
-        UsageLine.objects.bulk_create([*_with_turn(compaction_lines, turn)])
-        events.chat_stream(thread.pk, "chat.error", {"turnId": turn.pk, "error": message})
-        raise ChatModelFailed(
-            str(error),
-            kind=error.kind,
-            user_message=user_message_dict(user_message),
-            turn_id=turn.pk,
-        )
-
-    # 5. Store the reply and the turn's record.
-    step = time.perf_counter()
-    text = "".join(pieces)
-    estimated = usage is None
-    if usage is None:
-        usage = Usage(
-            input_tokens=count_tokens(instruction) + sum(count_tokens(m["content"]) for m in messages),
-            output_tokens=count_tokens(text),
-        )
-    reply = compaction.message_append_compacting(
-        thread=fresh,
-        role="assistant",
-        content=text,
-        tokens={
-            "input": usage.input_tokens,
-            "output": usage.output_tokens,
-            "total": usage.input_tokens + usage.output_tokens,
-        },
-        model=(model_name or None),
-        latency_ms=timings["modelMs"],
-    )
-    if reply.compacted:
-        note_compaction(thread.pk)
-    detail = (model_name or turn.adapter) + (" (estimated with memoryapp.tokens)" if estimated else "")
-    lines = [
-        UsageLine(
-            kind=UsageLine.Kind.MODEL_INPUT,
-            quantity=usage.input_tokens,
-            cost=_cost(usage.input_tokens, price_in),
-            detail=detail,
-        ),
-        UsageLine(
-            kind=UsageLine.Kind.MODEL_OUTPUT,
-            quantity=usage.output_tokens,
-            cost=_cost(usage.output_tokens, price_out),
-            detail=detail,
-        ),
-        *compaction_lines,
-    ]
-    if recalled and recalled["synthesis"] is not None:
-        # The port's synthesize() reports no usage; count what went in and came out.
-        synth_in = count_tokens(content) + count_tokens(recalled["context"])
-        synth_out = count_tokens(recalled["synthesis"])
-        lines.append(
-            UsageLine(
-                kind=UsageLine.Kind.SYNTHESIS,
-                quantity=synth_in + synth_out,
-                cost=_cost(synth_in, price_in) + _cost(synth_out, price_out),
-                detail=f"estimated with memoryapp.tokens: {synth_in} in, {synth_out} out",
-            )
-        )
-    UsageLine.objects.bulk_create(list(_with_turn(lines, turn)))
-    turn.assistant_message = reply.message
-    timings["storeMs"] = _ms(step)
-    timings["totalMs"] = _ms(started)
-    turn.context = context
-    turn.save(update_fields=["assistant_message", "context"])
-
-    body: dict[str, Any] = {
-        "userMessage": user_message_dict(user_message),
-        "assistantMessage": assistant_message_dict(reply.message),
-        "compacted": appended.compacted or reply.compacted,
-        "prepare": {
-            "messageCount": prepared["messageCount"],
-            "truncated": prepared["truncated"],
-            "compacted": prepared["compacted"],
-        },
-        "recallSummary": recall_summary,
-        "turnId": turn.pk,
-    }
+    for step, timing in TURN_STEPS:
+        start = time.perf_counter()
+        step(record)
+        if timing is not None:
+            record.timings[timing] = record.timings.get(timing, 0) + _ms(start)
+    body = turn_body(record)
     events.chat_stream(thread.pk, "chat.done", dict(body))
     if verbose:
-        body["recall"] = recalled
+        body["recall"] = record.recalled
     return body
-
-
-def _with_turn(lines: list[UsageLine], turn: Turn) -> list[UsageLine]:
-    for line in lines:
-        line.turn = turn
-    return lines

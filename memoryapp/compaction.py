@@ -88,13 +88,6 @@ def _run_once(
     except ModelError as exc:
         _record_failure(thread.pk, exc)
         raise
-    except Exception as exc:
-        # Adapters should raise only ModelError; anything else is still a failed model
-        # call, and must not turn an append that already committed into a 500.
-        logger.exception("model adapter raised a non-ModelError during summarize")
-        error = ModelError(f"{type(exc).__name__}: {exc}", kind="bad_response")
-        _record_failure(thread.pk, error)
-        raise error from exc
 
     now = timezone.now()
     fold_ids = [m.id for m in to_fold]

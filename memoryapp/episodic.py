@@ -68,11 +68,8 @@ def _extract(rows: Sequence[Message]) -> EpisodeExtraction:
     ]
     try:
         extraction = llm.get_model().extract_episode(messages=transcript)
-    except ModelError as exc:
+    except ModelError as exc:  # the registry's GuardedModel made any failure a ModelError
         raise EpisodeJobFailed(f"Model call failed ({exc.kind}): {exc}") from exc
-    except Exception as exc:
-        # Adapters should raise only ModelError; anything else is still a failed call.
-        raise EpisodeJobFailed(f"Model call failed: {type(exc).__name__}: {exc}") from exc
     if not isinstance(extraction, EpisodeExtraction):
         raise EpisodeJobFailed("Model call failed: the adapter returned no episode")
     return extraction

@@ -119,12 +119,8 @@ def synthesis_context(raw: Sequence[dict[str, Any]]) -> str:
 def _synthesize(query: str, context: str) -> str | None:
     try:
         return llm.get_model().synthesize(query=query, context=context) or None
-    except ModelError as exc:
+    except ModelError as exc:  # the registry's GuardedModel made any failure a ModelError
         raise ModelCallFailed(str(exc), kind=exc.kind) from exc
-    except Exception as exc:
-        # Adapters should raise only ModelError; a stray exception is still a failed
-        # model call, never a 500.
-        raise ModelCallFailed(f"{type(exc).__name__}: {exc}", kind="bad_response") from exc
 
 
 def recall(

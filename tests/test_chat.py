@@ -572,3 +572,46 @@ def test_it_answers_405_to_a_post_on_the_context_view(
 ) -> None:
     turn = Turn.objects.get(pk=post_chat(client, thread, {"content": "hello"}).json()["turnId"])
     assert client.post(_turn_url(turn, project.pk)).status_code == 405
+
+
+# --- a thread deleted during the turn (issue 7 finding 3) ------------------------------------
+
+
+@pytest.mark.parametrize("index", range(7))
+def test_it_answers_404_when_a_step_loses_its_thread(
+    client: Client, thread: Thread, monkeypatch: pytest.MonkeyPatch, index: int
+) -> None:
+    from memoryapp import chat
+
+    steps = list(chat.TURN_STEPS)
+    step, timing = steps[index]
+
+    def deleting_first(record: chat.TurnRecord) -> None:
+        Thread.objects.filter(pk=thread.pk).delete()
+        step(record)
+
+    steps[index] = (deleting_first, timing)
+    monkeypatch.setattr(chat, "TURN_STEPS", steps)
+
+    resp = post_chat(client, thread, {"content": "hello"})
+
+    assert (resp.status_code, resp.json()) == (404, {"error": "Thread not found"})
+    assert (Thread.objects.count(), Turn.objects.count(), UsageLine.objects.count()) == (0, 0, 0)
+
+
+def test_it_answers_404_when_the_thread_goes_while_the_model_answers(
+    client: Client, thread: Thread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryapp import llm
+    from memoryapp.llm.offline import OfflineModel
+
+    class DeletingModel(OfflineModel):
+        def reply(self, **kwargs: Any) -> Any:
+            Thread.objects.filter(pk=thread.pk).delete()
+            yield from super().reply(**kwargs)
+
+    monkeypatch.setattr(llm, "get_model", DeletingModel)
+
+    resp = post_chat(client, thread, {"content": "hello"})
+
+    assert (resp.status_code, resp.json()) == (404, {"error": "Thread not found"})

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from memoryapp import llm
 from memoryapp.llm.port import ModelError, Summary, TranscriptMessage, Usage
+from memoryapp.llm.registry import GuardedModel
 from memoryapp.models import Message, Thread
 from tests.conftest import BASE, Api
 
@@ -99,7 +100,8 @@ class FakeSummarizer:
 @pytest.fixture
 def summarizer(monkeypatch: pytest.MonkeyPatch) -> FakeSummarizer:
     fake = FakeSummarizer()
-    monkeypatch.setattr(llm, "get_model", lambda: fake)
+    # Handed out as the registry hands out every adapter (a stray error becomes ModelError).
+    monkeypatch.setattr(llm, "get_model", lambda: GuardedModel(fake))
     return fake
 
 

@@ -19,6 +19,7 @@ import pytest
 from memoryapp.llm import get_model, prompts
 from memoryapp.llm.gemini import GeminiConfig, GeminiModel, fit_to_budget, parse_extraction
 from memoryapp.llm.port import (
+    ChatMessage,
     ExtractedEntity,
     ExtractedFact,
     ModelError,
@@ -28,6 +29,7 @@ from memoryapp.llm.port import (
     ReplyChunk,
     Summary,
     ToolCall,
+    ToolResult,
     ToolSpec,
     TranscriptMessage,
     Usage,
@@ -450,11 +452,11 @@ def test_it_streams_the_reply_in_order_and_ends_with_usage(
         )
     )
     messages = [
-        {"role": "system", "content": "- user: choosing a car"},
-        {"role": "user", "content": "I like Toyota."},
-        {"role": "assistant", "content": "  "},  # empty turns are left out
-        {"role": "assistant", "content": "Good choice."},
-        {"role": "user", "content": "What about resale value?"},
+        ChatMessage("system", "- user: choosing a car"),
+        ChatMessage("user", "I like Toyota."),
+        ChatMessage("assistant", "  "),  # empty turns are left out
+        ChatMessage("assistant", "Good choice."),
+        ChatMessage("user", "What about resale value?"),
     ]
 
     chunks = list(
@@ -510,7 +512,7 @@ def test_it_turns_a_streamed_function_call_into_a_tool_call(
 
     chunks = list(
         gemini.reply(
-            system_instruction="", messages=[{"role": "user", "content": "hi"}], tools=[tool]
+            system_instruction="", messages=[ChatMessage("user", "hi")], tools=[tool]
         )
     )
 
@@ -537,14 +539,9 @@ def test_it_replays_a_tool_call_and_its_result(
     gemini: GeminiModel, fake_gemini: FakeGeminiServer
 ) -> None:
     messages = [
-        {"role": "user", "content": "What car do I drive?"},
-        {
-            "role": "assistant",
-            "content": "",
-            "tool_call": "open_memory",
-            "arguments": '{"name": "car"}',
-        },
-        {"role": "tool", "name": "open_memory", "content": "Honda Civic"},
+        ChatMessage("user", "What car do I drive?"),
+        ChatMessage("assistant", tool_calls=(ToolCall("open_memory", {"name": "car"}),)),
+        ChatMessage("tool", tool_result=ToolResult("open_memory", "Honda Civic")),
     ]
 
     text = "".join(c.text for c in gemini.reply(system_instruction="s", messages=messages))
@@ -571,7 +568,7 @@ def test_it_retries_a_stream_that_is_refused_with_429(
     fake_gemini.enqueue(error(429), action="streamGenerateContent")
 
     chunks = list(
-        gemini.reply(system_instruction="s", messages=[{"role": "user", "content": "hi"}])
+        gemini.reply(system_instruction="s", messages=[ChatMessage("user", "hi")])
     )
 
     assert "".join(c.text for c in chunks) == "fake reply"
@@ -591,7 +588,7 @@ def test_it_raises_when_the_stream_stops_before_its_finish_reason(
 
     with pytest.raises(ModelError) as caught:
         for chunk in gemini.reply(
-            system_instruction="s", messages=[{"role": "user", "content": "hi"}]
+            system_instruction="s", messages=[ChatMessage("user", "hi")]
         ):
             received.append(chunk)
 
@@ -608,7 +605,7 @@ def test_it_raises_unavailable_when_every_stream_attempt_fails(
     fake_gemini.responder = lambda request: error(503)
 
     with pytest.raises(ModelError) as caught:
-        list(gemini.reply(system_instruction="s", messages=[{"role": "user", "content": "hi"}]))
+        list(gemini.reply(system_instruction="s", messages=[ChatMessage("user", "hi")]))
 
     assert caught.value.kind == "unavailable"
     assert len(fake_gemini.requests) == 3
@@ -631,7 +628,7 @@ def test_it_raises_bad_response_for_an_unusable_stream(
     fake_gemini.enqueue(FakeResponse(chunks=chunks))
 
     with pytest.raises(ModelError) as caught:
-        list(gemini.reply(system_instruction="s", messages=[{"role": "user", "content": "hi"}]))
+        list(gemini.reply(system_instruction="s", messages=[ChatMessage("user", "hi")]))
 
     assert (caught.value.kind, str(caught.value)) == ("bad_response", message)
 

@@ -478,3 +478,42 @@ def test_it_keeps_every_name_number_and_date_of_a_long_conversation_at_the_defau
         assert missing == []
         for chatter in ("Great, thanks!", "Sounds good.", "- user: Ok.", "You're welcome", "Bye!"):
             assert chatter not in text
+
+
+# --- tool use ------------------------------------------------------------------------------
+
+from memoryapp.llm.port import ChatMessage, ToolCall, ToolResult, ToolSpec  # noqa: E402
+
+OPEN = ToolSpec(name="open_memory", description="Open a note.", parameters={"type": "object"})
+
+
+def test_it_calls_the_offered_tools_the_user_names() -> None:
+    message = ChatMessage("user", 'Please\n/open_memory {"name": "car"}\n/unknown {"a": 1}')
+
+    chunks = list(OfflineModel().reply(system_instruction="", messages=[message], tools=[OPEN]))
+
+    assert [c.tool_calls for c in chunks] == [
+        (ToolCall(name="open_memory", arguments={"name": "car"}, call_id="offline-1"),),
+        (),
+    ]
+    assert (chunks[-1].done, "".join(c.text for c in chunks)) == (True, "")
+
+
+def test_it_reports_a_tool_result() -> None:
+    messages = [
+        ChatMessage("user", '/open_memory {"name": "car"}'),
+        ChatMessage("assistant", tool_calls=(ToolCall("open_memory", {"name": "car"}),)),
+        ChatMessage("tool", tool_result=ToolResult("open_memory", "Honda Civic")),
+    ]
+
+    chunks = list(OfflineModel().reply(system_instruction="", messages=messages, tools=[OPEN]))
+
+    assert "".join(c.text for c in chunks) == "[offline model] open_memory answered: Honda Civic"
+
+
+def test_it_calls_no_tool_when_none_is_offered() -> None:
+    message = ChatMessage("user", '/open_memory {"name": "car"}')
+
+    chunks = list(OfflineModel().reply(system_instruction="", messages=[message]))
+
+    assert [c.tool_calls for c in chunks if c.tool_calls] == []

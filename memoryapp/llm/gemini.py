@@ -29,7 +29,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +41,7 @@ from google.genai import types
 
 from memoryapp.llm import episode_prompt, prompts
 from memoryapp.llm.port import (
+    ChatMessage,
     EpisodeExtraction,
     ExtractedEntity,
     ExtractedFact,
@@ -288,44 +289,43 @@ def parse_extraction(text: str) -> tuple[list[ExtractedFact], list[ExtractedEnti
     return facts, list(entities.values())
 
 
-def reply_contents(messages: list[dict[str, str]]) -> list[types.Content]:
+def _reply_parts(message: ChatMessage) -> tuple[list[types.Part], str]:
+    """The parts of one message and the Gemini role of their turn ("user" or "model")."""
+    role, content = message.role, message.content
+    if role == "assistant" and message.tool_calls:
+        parts = [types.Part(text=content)] if content.strip() else []
+        parts += [
+            types.Part(function_call=types.FunctionCall(name=c.name, args=dict(c.arguments)))
+            for c in message.tool_calls
+        ]
+        return parts, "model"
+    if role == "tool" and message.tool_result is not None:
+        result = message.tool_result
+        answer = {"error": result.content} if result.is_error else {"result": result.content}
+        return [
+            types.Part(function_response=types.FunctionResponse(name=result.name, response=answer))
+        ], "user"
+    if not content.strip():
+        return [], "user"  # the API refuses empty text parts; an empty turn says nothing
+    if role == "assistant":
+        return [types.Part(text=content)], "model"
+    if role == "user":
+        return [types.Part(text=content)], "user"
+    return [types.Part(text=prompts.reply_history_text(role, content))], "user"
+
+
+def reply_contents(messages: Sequence[ChatMessage]) -> list[types.Content]:
     """Chat history as Gemini contents, oldest first (see GeminiModel.reply for the
     message shapes). Consecutive turns of one role are merged into one content."""
     contents: list[types.Content] = []
     for message in messages:
-        role = message.get("role", "user")
-        content = message.get("content", "")
-        part: types.Part
-        if role == "assistant" and message.get("tool_call"):
-            try:
-                args = json.loads(message.get("arguments") or "{}")
-            except ValueError:
-                args = {}
-            part = types.Part(
-                function_call=types.FunctionCall(
-                    name=message["tool_call"], args=args if isinstance(args, dict) else {}
-                )
-            )
-            turn = "model"
-        elif role == "assistant" and content.strip():
-            part, turn = types.Part(text=content), "model"
-        elif role == "tool" and message.get("name"):
-            part = types.Part(
-                function_response=types.FunctionResponse(
-                    name=message["name"], response={"result": content}
-                )
-            )
-            turn = "user"
-        elif not content.strip():
-            continue  # the API refuses empty text parts; an empty turn says nothing
-        elif role == "user":
-            part, turn = types.Part(text=content), "user"
-        else:
-            part, turn = types.Part(text=prompts.reply_history_text(role, content)), "user"
+        parts, turn = _reply_parts(message)
+        if not parts:
+            continue
         if contents and contents[-1].role == turn and contents[-1].parts is not None:
-            contents[-1].parts.append(part)
+            contents[-1].parts.extend(parts)
         else:
-            contents.append(types.Content(role=turn, parts=[part]))
+            contents.append(types.Content(role=turn, parts=parts))
     return contents
 
 
@@ -461,18 +461,17 @@ class GeminiModel:
         self,
         *,
         system_instruction: str,
-        messages: list[dict[str, str]],
-        tools: list[ToolSpec] | None = None,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec] | None = None,
     ) -> Iterator[ReplyChunk]:
         """Stream the reply (streamGenerateContent on GEMINI_CHAT_MODEL).
 
-        ``messages`` (oldest first) are ``{"role", "content"}``: ``user`` and
-        ``assistant`` become user and model turns; ``system`` (e.g. the compaction
-        summary) and other roles become labelled user turns
-        (prompts.reply_history_text). For a tool-use loop, two optional shapes replay a
-        call and its result: ``{"role": "assistant", "content": "", "tool_call": name,
-        "arguments": "<JSON object>"}`` and ``{"role": "tool", "name": name, "content":
-        result}``. ``tools`` are offered as function declarations (JSON-schema
+        ``messages`` (oldest first): ``user`` and ``assistant`` become user and model
+        turns; ``system`` (e.g. the compaction summary) and other roles become labelled
+        user turns (prompts.reply_history_text). For a tool-use loop, an assistant
+        message's ``tool_calls`` become function calls and a ``tool`` message's
+        ``tool_result`` a function response (``{"result"}``, or ``{"error"}`` when
+        ``is_error``). ``tools`` are offered as function declarations (JSON-schema
         parameters); the client never runs them itself.
 
         Yields a chunk per streamed event with its text delta and the function calls it

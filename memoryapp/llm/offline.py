@@ -11,19 +11,22 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import json
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from memoryapp.llm import extraction_offline
 from memoryapp.llm.port import (
+    ChatMessage,
     EpisodeExtraction,
     ExtractedEntity,
     ExtractedFact,
     Extraction,
     ReplyChunk,
     Summary,
+    ToolCall,
     ToolSpec,
     TranscriptMessage,
     Usage,
@@ -405,6 +408,50 @@ def extractive_summary(
     return "\n".join([*header, *(c.text for c in chosen)])
 
 
+_TOOL_LINE = re.compile(r"^/(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s+(?P<args>\{.*\})\s*$", re.M)
+
+
+def _requested_calls(
+    messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]
+) -> tuple[ToolCall, ...]:
+    """The ``/<tool> {json}`` lines of the last message, when it is the user's and names
+    offered tools (lines whose JSON is not an object are ignored)."""
+    if not tools or not messages or messages[-1].role != "user":
+        return ()
+    offered = {t.name for t in tools}
+    calls: list[ToolCall] = []
+    for match in _TOOL_LINE.finditer(messages[-1].content):
+        try:
+            arguments = json.loads(match["args"])
+        except ValueError:
+            continue
+        if match["name"] in offered and isinstance(arguments, dict):
+            call_id = f"offline-{len(calls) + 1}"
+            calls.append(ToolCall(name=match["name"], arguments=arguments, call_id=call_id))
+    return tuple(calls)
+
+
+def _offline_reply_text(system_instruction: str, messages: Sequence[ChatMessage]) -> str:
+    last = messages[-1] if messages else None
+    if last is not None and last.tool_result is not None:
+        result = last.tool_result
+        outcome = "refused" if result.is_error else "answered"
+        return f"[offline model] {result.name} {outcome}: {result.content[:200]}"
+    last_user = next((m.content for m in reversed(messages) if m.role == "user"), "")
+    summaries = [m for m in messages if m.role == "system"]
+    return (
+        "[offline model: no GEMINI_API_KEY is set, so no language model answered.] "
+        f"Memory gave this turn {len(messages)} message(s)"
+        + (", including a compaction summary" if summaries else "")
+        + (
+            f" and a {count_tokens(system_instruction)}-token system instruction. "
+            if system_instruction.strip()
+            else " and no system instruction. "
+        )
+        + f'You said: "{last_user[:200]}"'
+    )
+
+
 class OfflineModel:
     """ModelPort without a network (memoryapp.llm.port). Deterministic for equal input."""
 
@@ -466,29 +513,30 @@ class OfflineModel:
         self,
         *,
         system_instruction: str,
-        messages: list[dict[str, str]],
-        tools: list[ToolSpec] | None = None,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec] | None = None,
     ) -> Iterator[ReplyChunk]:
-        """A streamed, honest non-answer: what memory put into this turn's context."""
-        last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
-        summaries = [m for m in messages if m["role"] == "system"]
-        text = (
-            "[offline model: no GEMINI_API_KEY is set, so no language model answered.] "
-            f"Memory gave this turn {len(messages)} message(s)"
-            + (", including a compaction summary" if summaries else "")
-            + (
-                f" and a {count_tokens(system_instruction)}-token system instruction. "
-                if system_instruction.strip()
-                else " and no system instruction. "
-            )
-            + f'You said: "{last_user[:200]}"'
+        """A streamed, honest non-answer: what memory put into this turn's context.
+
+        Takes part in tool use deterministically: when the last message is the user's
+        and has lines ``/<tool> <JSON object>`` naming offered ``tools``, the reply is
+        those ToolCalls (no text); when the last message is a ToolResult, the reply
+        reports it.
+        """
+        consumed = count_tokens(system_instruction) + sum(
+            count_tokens(m.content) for m in messages
         )
+        calls = _requested_calls(messages, tools or ())
+        if calls:
+            yield ReplyChunk(tool_calls=calls, model=self.model_name)
+            yield ReplyChunk(
+                done=True, model=self.model_name, usage=Usage(input_tokens=consumed)
+            )
+            return
+        text = _offline_reply_text(system_instruction, messages)
         words = text.split(" ")
         for i, word in enumerate(words):
             yield ReplyChunk(text=word if i == 0 else " " + word, model=self.model_name)
-        consumed = count_tokens(system_instruction) + sum(
-            count_tokens(m["content"]) for m in messages
-        )
         yield ReplyChunk(
             done=True,
             model=self.model_name,

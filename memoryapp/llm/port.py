@@ -7,7 +7,7 @@ only ``ModelError`` (and its subclasses) for failures, after their own retries.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -122,10 +122,36 @@ class EpisodeExtraction:
 
 @dataclass(frozen=True)
 class ToolCall:
-    """A function call the model asked for: the tool's name and its JSON arguments."""
+    """A function call the model asked for: the tool's name, its JSON arguments, and the
+    provider's id for the call ("" when the provider gives none)."""
 
     name: str
     arguments: dict[str, Any]
+    call_id: str = ""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What running a ToolCall gave: the tool's ``name``, its ``content`` (text for the
+    model), ``is_error`` when the tool refused (an answer for the model, not a failure),
+    and the ``call_id`` of the call it answers."""
+
+    name: str
+    content: str
+    is_error: bool = False
+    call_id: str = ""
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One message of a conversation handed to reply(): ``role`` user | assistant |
+    system | tool and its text; an assistant message may carry the ``tool_calls`` it
+    made, a ``tool`` message carries the ``tool_result`` it reports."""
+
+    role: str
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_result: ToolResult | None = None
 
 
 @dataclass(frozen=True)
@@ -188,12 +214,13 @@ class ModelPort(Protocol):
         self,
         *,
         system_instruction: str,
-        messages: list[dict[str, str]],
-        tools: list[ToolSpec] | None = None,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec] | None = None,
     ) -> Iterator[ReplyChunk]:
-        """Stream the assistant's reply to ``messages`` (``{"role", "content"}``, oldest
-        first) under ``system_instruction``. The last chunk has ``done=True``.
-        Raises ModelError (possibly after some chunks were yielded)."""
+        """Stream the assistant's reply to ``messages`` (oldest first) under
+        ``system_instruction``, offering ``tools``; chunks carry text and the ToolCalls
+        the model asks for (the caller runs them and replays call and ToolResult). The
+        last chunk has ``done=True``. Raises ModelError (possibly after some chunks)."""
         ...
 
     def embed(self, *, texts: list[str]) -> list[list[float]]:
