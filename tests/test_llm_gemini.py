@@ -34,6 +34,7 @@ from memoryapp.llm.port import (
     TranscriptMessage,
     Usage,
 )
+from memoryapp.llm.registry import GuardedModel
 from memoryapp.models import Message
 from memoryapp.tokens import count_tokens
 from tests.conftest import BASE, Api
@@ -74,8 +75,9 @@ def gemini(fake_gemini: FakeGeminiServer, settings: Any) -> GeminiModel:
     settings.GEMINI_CHAT_MODEL = CHAT_MODEL
     settings.GEMINI_EMBED_MODEL = EMBED_MODEL
     model = get_model()
-    assert isinstance(model, GeminiModel)
-    return model
+    assert isinstance(model, GuardedModel)
+    assert isinstance(model.inner, GeminiModel)
+    return model.inner
 
 
 def summarize(model: ModelPort, **overrides: Any) -> Summary:
