@@ -11,17 +11,22 @@ from typing import Annotated, Any
 
 from django.http import HttpRequest
 from ninja import Query, Router, Schema
-from pydantic import AfterValidator, Field
+from pydantic import Field
 
 from memoryapp import episodic, serializers
-from memoryapp.api.schemas import Dataset, ErrorOut, _Out, clean_text
+from memoryapp.api.schemas import ErrorOut, _Out
 from memoryapp.models import ApiKey, Project
+from memoryapp.validation import Dataset, pydantic_rule, storable_pattern, storable_problem
 
 router = Router(tags=["episodic memory"])
 end_router = Router(tags=["working memory"])
 
 ERRORS: dict[int, Any] = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut}
-Cursor = Annotated[str, Field(max_length=500), AfterValidator(clean_text)]
+Cursor = Annotated[
+    str,
+    Field(max_length=500, json_schema_extra=lambda s: s.update(pattern=storable_pattern())),
+    pydantic_rule(storable_problem),
+]
 
 
 def _project(request: HttpRequest) -> Project:

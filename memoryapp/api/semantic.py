@@ -10,12 +10,13 @@ from typing import Annotated, Any
 
 from django.http import HttpRequest
 from ninja import Query, Router, Schema, Status
-from pydantic import AfterValidator, Field
+from pydantic import Field
 
 from memoryapp import semantic, serializers
 from memoryapp.api.episodic import Cursor
-from memoryapp.api.schemas import Dataset, ErrorOut, _not_blank, _Out, clean_text
+from memoryapp.api.schemas import ErrorOut, _Out
 from memoryapp.models import ApiKey, Project
+from memoryapp.validation import Dataset
 
 router = Router(tags=["semantic memory"])
 
@@ -66,15 +67,7 @@ class FactListQuery(Schema):
     or mentioning it. ``includeInvalidated`` is ``true`` or ``false``."""
 
     dataset: Dataset | None = None
-    entity: (
-        Annotated[
-            str,
-            Field(min_length=1, max_length=200),
-            AfterValidator(clean_text),
-            AfterValidator(_not_blank),
-        ]
-        | None
-    ) = None
+    entity: Dataset | None = None  # a name: the same rules as a dataset
     includeInvalidated: bool = False
     limit: Annotated[int, Field(ge=1, le=100)] = 50
     cursor: Cursor | None = None
