@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Q, QuerySet
@@ -56,16 +57,44 @@ def _thread_pk(thread_id: str | uuid.UUID) -> uuid.UUID:
 # --- the job ------------------------------------------------------------------------------
 
 
-def _extract(rows: Sequence[Message]) -> EpisodeExtraction:
-    transcript = [
-        TranscriptMessage(
-            sequence_number=m.sequence_number,
-            role=m.role,
-            content=m.content,
-            created_at=m.created_at,
+def participants(metadata: Any) -> dict[str, str]:
+    """Speaker names a thread's metadata gives per role: ``{"participants": {"user":
+    "Caroline", "assistant": "Melanie"}}`` for a conversation between two people (a
+    transcript) rather than a person and an AI assistant. Anything else is ignored."""
+    given = metadata.get("participants") if isinstance(metadata, dict) else None
+    if not isinstance(given, dict):
+        return {}
+    names: dict[str, str] = {}
+    for role, name in given.items():
+        if role in Message.Role.values and isinstance(name, str):
+            name = " ".join(name.split())[:100]
+            if name and ":" not in name:
+                names[role] = name
+    return names
+
+
+def _transcript(rows: Sequence[Message], speakers: dict[str, str]) -> list[TranscriptMessage]:
+    out = []
+    for m in rows:
+        content = m.content
+        name = speakers.get(m.role)
+        # A named speaker is written as a transcript label, the form every adapter reads
+        # as "this person is speaking" (an unnamed assistant's "I" is the AI itself).
+        if name and not content.startswith(f"{name}:"):
+            content = f"{name}: {content}"
+        out.append(
+            TranscriptMessage(
+                sequence_number=m.sequence_number,
+                role=m.role,
+                content=content,
+                created_at=m.created_at,
+            )
         )
-        for m in rows
-    ]
+    return out
+
+
+def _extract(rows: Sequence[Message], speakers: dict[str, str]) -> EpisodeExtraction:
+    transcript = _transcript(rows, speakers)
     try:
         extraction = llm.get_model().extract_episode(messages=transcript)
     except ModelError as exc:  # the registry's GuardedModel made any failure a ModelError
@@ -105,11 +134,12 @@ def episode_build(
             sequence_number__lte=to_sequence,
         ).order_by("sequence_number")
     )
-    if not Thread.objects.filter(pk=pk).exists():
+    thread = Thread.objects.filter(pk=pk).only("metadata").first()
+    if thread is None:
         raise ThreadNotFound()
     if not rows:
         return EpisodeBuilt(episode=None, created=False)
-    extraction = _extract(rows)
+    extraction = _extract(rows, participants(thread.metadata))
     try:
         return _episode_write(pk, from_sequence, to_sequence, rows, extraction)
     except IntegrityError:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet
+from django.utils import timezone
 
 from memoryapp.errors import FactNotFound
 from memoryapp.llm.port import ExtractedEntity, ExtractedFact
@@ -75,59 +76,57 @@ def values_match(a: str, b: str) -> bool:
 
 # --- entities ---------------------------------------------------------------------------
 
-_KIND_RANK = {"thing": 0}
 
+class EntityBook:
+    """The entities of one dataset, loaded once, for one extraction job's transaction.
 
-def entity_resolve(
-    *, project: Project, dataset: str, name: str, kind: str = "thing", summary: str = ""
-) -> Entity:
-    """The dataset's entity called ``name``, created if new. Call inside a transaction.
-
-    A name whose words contain, or are contained in, exactly one existing entity's name
-    of a compatible kind ("Civic" and "Honda Civic", "Mara" and "Mara Jones") is that
-    entity. A more specific ``kind`` than "thing" and a first ``summary`` are recorded.
+    ``resolve(name, kind, summary)`` returns the dataset's entity called ``name``,
+    creating it if new. A name whose words contain, or are contained in, exactly one
+    existing entity's name of a compatible kind ("Civic" and "Honda Civic", "Mara" and
+    "Mara Jones") is that entity. A more specific ``kind`` than "thing" and a first
+    ``summary`` are recorded.
     """
-    key = entity_key(name)
-    qs = Entity.objects.filter(project=project, dataset=dataset)
-    entity = qs.filter(key=key).first()
-    if entity is None:
-        entity = _entity_by_words(qs, key, kind)
-    if entity is None:
-        return Entity.objects.create(
-            project=project,
-            dataset=dataset,
-            name=name[:200],
-            key=key,
-            kind=kind[:50] or "thing",
-            summary=summary,
-        )
-    changed: list[str] = []
-    if entity.kind == "thing" and kind and kind != "thing":
-        entity.kind = kind[:50]
-        changed.append("kind")
-    if not entity.summary and summary:
-        entity.summary = summary
-        changed.append("summary")
-    if changed:
-        entity.save(update_fields=changed)
-    return entity
 
+    def __init__(self, *, project: Project, dataset: str) -> None:
+        self.project, self.dataset = project, dataset
+        self.by_key = {e.key: e for e in Entity.objects.filter(project=project, dataset=dataset)}
 
-def _entity_by_words(qs: QuerySet[Entity], key: str, kind: str) -> Entity | None:
-    words = set(key.split())
-    cues = [w for w in words if len(w) >= 3]
-    if not cues:
-        return None
-    any_word = Q()
-    for word in cues:
-        any_word |= Q(key__contains=word)
-    matches = [
-        e
-        for e in qs.filter(any_word)[:50]
-        if (words <= set(e.key.split()) or set(e.key.split()) <= words)
-        and (e.kind == kind or "thing" in (e.kind, kind))
-    ]
-    return matches[0] if len(matches) == 1 else None
+    def resolve(self, name: str, kind: str = "thing", summary: str = "") -> Entity:
+        key = entity_key(name)
+        entity = self.by_key.get(key) or self._by_words(key, kind)
+        if entity is None:
+            entity = Entity.objects.create(
+                project=self.project,
+                dataset=self.dataset,
+                name=" ".join(name.split())[:200],
+                key=key,
+                kind=kind[:50] or "thing",
+                summary=summary,
+            )
+            self.by_key[key] = entity
+            return entity
+        changed: list[str] = []
+        if entity.kind == "thing" and kind and kind != "thing":
+            entity.kind = kind[:50]
+            changed.append("kind")
+        if not entity.summary and summary:
+            entity.summary = summary
+            changed.append("summary")
+        if changed:
+            entity.save(update_fields=changed)
+        return entity
+
+    def _by_words(self, key: str, kind: str) -> Entity | None:
+        words = set(key.split())
+        if not any(len(w) >= 3 for w in words):
+            return None
+        matches = [
+            e
+            for e in self.by_key.values()
+            if (words <= set(e.key.split()) or set(e.key.split()) <= words)
+            and (e.kind == kind or "thing" in (e.kind, kind))
+        ]
+        return matches[0] if len(matches) == 1 else None
 
 
 def entity_list(
@@ -180,78 +179,122 @@ def _sources(fact: ExtractedFact, messages: dict[int, Message]) -> list[Message]
     return [best] if best is not None else []
 
 
-def _merge(existing: Fact, sources: list[Message], entities: list[Entity]) -> Fact:
-    ids = list(existing.source_message_ids)
-    ids.extend(str(m.id) for m in sources if str(m.id) not in ids)
-    if ids != existing.source_message_ids:
-        existing.source_message_ids = ids
-        existing.save(update_fields=["source_message_ids"])
-    existing.entities.add(*entities)
-    return existing
+class _Ledger:
+    """The dataset's current facts, loaded once, and what this job changes: new facts,
+    merges, invalidations and entity links, written in bulk by ``flush``."""
 
+    def __init__(self, episode: Episode) -> None:
+        self.episode = episode
+        self.current: dict[tuple[object, str], list[Fact]] = {}
+        for fact in Fact.objects.current().filter(
+            project=episode.project, dataset=episode.dataset
+        ):
+            self.current.setdefault((fact.subject_id, fact.attribute), []).append(fact)
+        self.links: dict[object, set[object]] = {}
+        self.stored = FactsStored()
+        self.new: list[Fact] = []
+        self.changed: dict[object, Fact] = {}
 
-def _supersede(new: Fact, others: list[Fact], stored: FactsStored) -> None:
-    """Apply the single-valued rule between ``new`` and the current facts ``others``
-    (same subject and attribute, other values)."""
-    newer = [o for o in others if o.valid_from > new.valid_from]
-    if newer:
-        latest = max(newer, key=lambda o: o.valid_from)
-        new.invalidated_at, new.invalidated_by = latest.valid_from, latest
-        new.save(update_fields=["invalidated_at", "invalidated_by"])
-        stored.invalidated.append(new)
-        return
-    for old in others:
-        old.invalidated_at, old.invalidated_by = new.valid_from, new
-        old.save(update_fields=["invalidated_at", "invalidated_by"])
-        stored.invalidated.append(old)
+    def duplicate(self, subject: Entity, attribute: str, key: str) -> Fact | None:
+        for fact in self.current.get((subject.pk, attribute), []):
+            same = values_match(fact.value_key, key) if attribute else fact.value_key == key
+            if same:
+                return fact
+        return None
+
+    def merge(self, fact: Fact, sources: list[Message], entities: list[Entity]) -> None:
+        ids = list(fact.source_message_ids)
+        ids.extend(str(m.id) for m in sources if str(m.id) not in ids)
+        if ids != fact.source_message_ids:
+            fact.source_message_ids = ids
+            self.changed[fact.pk] = fact
+        self.links.setdefault(fact.pk, set()).update(e.pk for e in entities)
+        self.stored.merged.append(fact)
+
+    def add(self, fact: Fact, entities: list[Entity]) -> None:
+        others = list(self.current.get((fact.subject_id, fact.attribute), []))
+        self.new.append(fact)
+        self.links[fact.pk] = {e.pk for e in entities}
+        self.stored.created.append(fact)
+        if fact.single_valued and others:
+            self.supersede(fact, others)
+        if fact.invalidated_at is None:
+            self.current.setdefault((fact.subject_id, fact.attribute), []).append(fact)
+
+    def supersede(self, new: Fact, others: list[Fact]) -> None:
+        """The single-valued rule between ``new`` and current facts ``others`` (same
+        subject and attribute, other values)."""
+        newer = [o for o in others if o.valid_from > new.valid_from]
+        if newer:
+            latest = max(newer, key=lambda o: o.valid_from)
+            new.invalidated_at, new.invalidated_by = latest.valid_from, latest
+            self.stored.invalidated.append(new)
+            return
+        for old in others:
+            old.invalidated_at, old.invalidated_by = new.valid_from, new
+            self.current[(old.subject_id, old.attribute)].remove(old)
+            self.changed[old.pk] = old
+            self.stored.invalidated.append(old)
+
+    def flush(self) -> None:
+        Fact.objects.bulk_create(self.new)
+        fresh = {f.pk for f in self.new}
+        old = [f for pk, f in self.changed.items() if pk not in fresh]
+        if old:
+            Fact.objects.bulk_update(
+                old, ["source_message_ids", "invalidated_at", "invalidated_by"]
+            )
+        through = Fact.entities.through
+        Fact.entities.through.objects.bulk_create(
+            [
+                through(fact_id=fact_id, entity_id=entity_id)
+                for fact_id, entity_ids in self.links.items()
+                for entity_id in entity_ids
+            ],
+            ignore_conflicts=True,
+        )
 
 
 def _store_one(
-    *, episode: Episode, extracted: ExtractedFact, messages: dict[int, Message], stored: FactsStored
+    *,
+    ledger: _Ledger,
+    book: EntityBook,
+    extracted: ExtractedFact,
+    messages: dict[int, Message],
 ) -> None:
-    project, dataset = episode.project, episode.dataset
+    episode = ledger.episode
     sources = _sources(extracted, messages)
     if not sources or not extracted.text.strip():
         return
-    subject = entity_resolve(
-        project=project, dataset=dataset, name=extracted.subject or "user", kind="person"
-    )
+    subject = book.resolve(extracted.subject or "user", "person")
     mentioned = [subject] + [
-        entity_resolve(project=project, dataset=dataset, name=name)
+        book.resolve(name)
         for name in dict.fromkeys(extracted.entities)
         if name.strip() and entity_key(name) != subject.key
     ]
     attribute = " ".join(extracted.attribute.lower().split())[:100]
     key = value_key(extracted.value) if attribute else text_key(extracted.text)
-    current = Fact.objects.current().filter(
-        project=project, dataset=dataset, subject=subject, attribute=attribute
-    )
-    if attribute:
-        same = list(current)
-        duplicate = next((f for f in same if values_match(f.value_key, key)), None)
-    else:
-        same, duplicate = [], current.filter(value_key=key).first()
+    duplicate = ledger.duplicate(subject, attribute, key)
     if duplicate is not None:
-        stored.merged.append(_merge(duplicate, sources, mentioned))
+        ledger.merge(duplicate, sources, mentioned)
         return
-    fact = Fact.objects.create(
-        project=project,
-        dataset=dataset,
+    fact = Fact(
+        id=uuid.uuid4(),
+        project=episode.project,
+        dataset=episode.dataset,
         episode=episode,
         thread_id=episode.thread_id,
         text=extracted.text.strip()[:2000],
         subject=subject,
         attribute=attribute,
-        value=extracted.value.strip()[:500],
+        value=extracted.value.strip()[:500] if attribute else "",
         value_key=key,
         single_valued=bool(attribute) and extracted.single_valued,
         source_message_ids=[str(m.id) for m in sources],
         valid_from=max(m.created_at for m in sources),
+        created=timezone.now(),
     )
-    fact.entities.add(*mentioned)
-    stored.created.append(fact)
-    if fact.single_valued and same:
-        _supersede(fact, same, stored)
+    ledger.add(fact, mentioned)
 
 
 def facts_store(
@@ -265,24 +308,22 @@ def facts_store(
     the module docstring. ``messages`` are the range's raw rows by sequence number: a
     fact's ``source_sequences`` outside them are ignored (a fact citing none gets the
     message sharing most words with it). Must run inside the caller's transaction (the
-    episode job's): it writes nothing on its own if that transaction rolls back.
+    episode job's): it writes nothing on its own if that transaction rolls back. A few
+    queries whatever the number of facts: the dataset's entities and current facts are
+    read once and the new rows written in bulk.
     """
-    stored = FactsStored()
+    book = EntityBook(project=episode.project, dataset=episode.dataset)
     for entity in entities:
         if entity.name.strip():
-            entity_resolve(
-                project=episode.project,
-                dataset=episode.dataset,
-                name=entity.name.strip(),
-                kind=entity.kind,
-                summary=entity.summary,
-            )
+            book.resolve(entity.name.strip(), entity.kind, entity.summary)
+    ledger = _Ledger(episode)
     ordered = sorted(
         facts, key=lambda f: min((s for s in f.source_sequences if s in messages), default=0)
     )
     for extracted in ordered:
-        _store_one(episode=episode, extracted=extracted, messages=messages, stored=stored)
-    return stored
+        _store_one(ledger=ledger, book=book, extracted=extracted, messages=messages)
+    ledger.flush()
+    return ledger.stored
 
 
 # --- facts: reading and deleting -----------------------------------------------------------

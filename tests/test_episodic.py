@@ -172,3 +172,27 @@ def test_it_finds_episodes_by_words_of_their_summary(project: Project) -> None:
 
     assert [e for e, _ in found] == [built.episode]
     assert episodic.episode_search(project=project, dataset="other", terms=["civic"]) == []
+
+
+def test_it_reads_named_participants_from_thread_metadata(project: Project) -> None:
+    thread = working.thread_create(
+        project=project,
+        dataset="pen_pals",
+        metadata={"participants": {"user": "Ines", "assistant": "Kofi"}},
+    )
+    _say(thread, "I adopted a puppy named Biscuit.")
+    _say(thread, "I live in Accra now.", role="assistant")
+
+    episodic.episode_build(thread_id=thread.pk, from_sequence=1, to_sequence=2)
+
+    facts = sorted((f.subject.name if f.subject else "", f.text) for f in Fact.objects.select_related("subject"))
+    assert facts == [
+        ("Ines", "Ines adopted a puppy named Biscuit."),
+        ("Kofi", "Kofi lives in Accra now."),
+    ]
+
+
+def test_it_ignores_participants_that_are_not_names() -> None:
+    assert episodic.participants({"participants": {"user": "A: B", "robot": "R", "assistant": 3}}) == {}
+    assert episodic.participants({"participants": ["Ines"]}) == {}
+    assert episodic.participants(None) == {}

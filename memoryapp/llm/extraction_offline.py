@@ -84,7 +84,8 @@ _NOT_NAMES = frozenset(
         "same true right exactly lol haha hmm today tomorrow yesterday tonight mom dad "
         "mum sir madam god omg btw anyway sure awesome amazing congrats congratulations "
         "glad sorry definitely absolutely totally honestly actually there here then now "
-        "if as at by for from in of on to with after before during since until while once"
+        "if as at by for from in of on to with after before during since until while once "
+        "mon tue tues wed thu thur thurs fri sat sun"
     )
     + [m.lower() for m in _MONTH_NAMES + _WEEKDAYS]
 )
@@ -166,7 +167,7 @@ _RELATION_PATTERNS = [
     # "my sister Mara", "my sister, Mara,", "a dog named Rex" / "a sister called Mara"
     re.compile(rf"\b(?i:my {_ADJ}(?P<attr>{_RELATION_WORDS})),? (?P<value>{_NAME})\b"),
     re.compile(
-        rf"\b(?i:(?:a|an|my) {_ADJ}(?P<attr>{_RELATION_WORDS})) (?i:named|called) (?P<value>{_NAME})\b"
+        rf"\b(?i:(?:a|an|my|another|our) {_ADJ}(?P<attr>{_RELATION_WORDS})) (?i:named|called) (?P<value>{_NAME})\b"
     ),
 ]
 
@@ -291,6 +292,8 @@ class _Found:
     value: str
     single: bool
     entities: list[tuple[str, str]]
+    # Names that only opened the clause: kept if the episode confirms them elsewhere.
+    tentative: set[str]
     sequence: int
     weight: float
 
@@ -451,16 +454,19 @@ def resolve_dates(text: str, when: datetime | None) -> str:
 # --- entities and facts ------------------------------------------------------------------
 
 
-def names_in(clause: str) -> list[tuple[str, str]]:
-    """``(name, kind)`` of the capitalised names in ``clause`` (not its first word unless
-    that is clearly a name), kind place after in/to/from/at, organisation for names like
-    "Acme Inc", else thing."""
-    found: list[tuple[str, str]] = []
+def names_in(clause: str) -> list[tuple[str, str, bool]]:
+    """``(name, kind, opens)`` of the capitalised names in ``clause``: kind place after
+    in/to/from/at, organisation for names like "Acme Inc", else thing; ``opens`` when the
+    name is the clause's first word, which is capitalised anyway (a name only if the
+    episode also writes it capitalised elsewhere)."""
+    found: list[tuple[str, str, bool]] = []
     for match in _NAMES.finditer(clause):
         name = re.sub(r"'s$", "", match.group(0)).strip()
         words = name.split()
+        opens = match.start() == 0
         while words and words[0].lower() in _NOT_NAMES:
             words.pop(0)
+            opens = False
         if not words or words[0] == "I" or words[0].startswith("I'"):
             continue
         if len(words) == 1 and words[0].lower() in _NOT_NAMES:
@@ -474,7 +480,7 @@ def names_in(clause: str) -> list[tuple[str, str]]:
             kind = "place"
         else:
             kind = "thing"
-        found.append((name, kind))
+        found.append((name, kind, opens))
     return found
 
 
@@ -507,9 +513,9 @@ def _attribute(clause: str) -> tuple[str, str, bool, str] | None:
     return None
 
 
-def _weight(clause: str, attribute: str, names: list[tuple[str, str]]) -> float:
+def _weight(clause: str, attribute: str, names: list[tuple[str, str, bool]]) -> float:
     weight = 3.0 if attribute else 0.0
-    weight += min(len(names), 3) + min(len(_NUMBER.findall(clause)), 2)
+    weight += min(sum(1 for *_, opens in names if not opens), 3) + min(len(_NUMBER.findall(clause)), 2)
     return weight + len(_WORD.findall(clause)) / 100
 
 
@@ -527,7 +533,8 @@ def facts_in(message: TranscriptMessage) -> list[_Found]:
         entities = [(speaker, "person")]
         if value and kind:
             entities.append((value, kind))
-        entities.extend(n for n in names if n[0].casefold() != value.casefold())
+        entities.extend((n, k) for n, k, _ in names if n.casefold() != value.casefold())
+        tentative = {n.casefold() for n, _, opens in names if opens}
         text = resolve_dates(third_person(clause, speaker), message.created_at)
         found.append(
             _Found(
@@ -537,11 +544,29 @@ def facts_in(message: TranscriptMessage) -> list[_Found]:
                 value=value,
                 single=single,
                 entities=entities,
+                tentative=tentative,
                 sequence=message.sequence_number,
                 weight=_weight(clause, attribute, names),
             )
         )
     return found
+
+
+def _confirm_names(found: list[_Found]) -> None:
+    """Drop names seen only as a clause's first word ("Finding", "Last"), unless the
+    episode also writes them capitalised mid-clause, as a speaker or as a value."""
+    confirmed = {
+        name.casefold()
+        for fact in found
+        for name, _ in fact.entities
+        if name.casefold() not in fact.tentative
+    }
+    for fact in found:
+        fact.entities = [
+            (name, kind)
+            for name, kind in fact.entities
+            if name.casefold() not in fact.tentative or name.casefold() in confirmed
+        ]
 
 
 def _entities(found: list[_Found]) -> tuple[list[ExtractedEntity], Counter[str]]:
@@ -580,6 +605,7 @@ def extract_episode(messages: list[TranscriptMessage]) -> EpisodeExtraction:
             if key not in seen:
                 seen.add(key)
                 found.append(fact)
+    _confirm_names(found)
     entities, mentions = _entities(found)
     best = sorted(range(len(found)), key=lambda i: (-found[i].weight, i))[:SUMMARY_LINES]
     lines = [found[i] for i in sorted(best)]
