@@ -14,11 +14,13 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.test import Client
 from playwright.sync_api import Page, expect
 
-from memoryapp import working
-from memoryapp.models import ApiKey, Membership, Project, Thread
+from memoryapp import episodic, working
+from memoryapp.models import ApiKey, Entity, Episode, Fact, Membership, Project, Thread, Turn
 from tests.e2e.test_browser import PASSWORD, TURN_TIMEOUT_MS, Owner, log_in, send_turn, watch
+from tests.test_isolation import PARAM, _methods, http_routes
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 
@@ -32,6 +34,7 @@ PAYLOADS = [
     "**bold** <iframe src=javascript:alert('iframe')></iframe>",
 ]
 HOSTILE = "\n".join(PAYLOADS)
+RECALL_WORD = "zebracorn"
 # Collects CSP violations from the first moment of each document (init scripts are the
 # browser's own, not the page's, so the policy does not apply to them).
 CSP_WATCH = (
@@ -65,6 +68,43 @@ def _hostile_thread(owner: Owner) -> Thread:
     return thread
 
 
+def _hostile_long_term_memory(thread: Thread) -> None:
+    """Another thread of the dataset, and an episode, facts and entities built from it, all
+    hostile; recall finds them for a turn that says RECALL_WORD (the raw messages today;
+    facts, entities and episodes as recall returns them)."""
+    other = working.thread_create(project=thread.project, dataset=thread.dataset)
+    for payload in PAYLOADS:
+        working.message_append(thread=other, role="user", content=f"{RECALL_WORD} {payload}")
+    built = episodic.episode_build(thread_id=other.id, from_sequence=1, to_sequence=len(PAYLOADS))
+    assert built.episode is not None
+    Episode.objects.filter(pk=built.episode.pk).update(summary=f"{RECALL_WORD} {HOSTILE}")
+    Entity.objects.filter(project=thread.project).update(name=PAYLOADS[1], summary=PAYLOADS[0])
+    for n, fact in enumerate(Fact.objects.filter(thread=other)):
+        fact.text = f"{RECALL_WORD} {PAYLOADS[n % len(PAYLOADS)]}"
+        fact.save(update_fields=["text"])
+
+
+def _dashboard_get_urls(owner: Owner, thread: Thread) -> dict[str, str]:
+    """Every dashboard page (from the URL conf) a GET can open, for the hostile thread."""
+    turn = Turn.objects.filter(thread=thread).first()
+    values = {
+        "thread_id": str(thread.pk),
+        "turn_id": str(turn.pk) if turn else "",
+        "key_id": str(ApiKey.objects.filter(project=owner.project).first().pk),  # type: ignore[union-attr]
+        "membership_id": str(Membership.objects.get(user=owner.user).pk),
+    }
+    client = Client()
+    client.force_login(owner.user)
+    urls = {}
+    for route in http_routes():
+        if route.is_api or any(not values.get(p) for p in route.params):
+            continue
+        url = "/" + PARAM.sub(lambda m: values[m.group(1)], route.route)
+        if "GET" in _methods(client, url):
+            urls[route.name] = f"{url}?projectId={owner.project.pk}"
+    return urls
+
+
 def _assert_inert(page: Page, seen: Any, where: str) -> None:
     assert seen.dialogs == [], f"{where}: a dialog opened: {seen.dialogs}"
     assert seen.errors == [], f"{where}: script errors: {seen.errors}"
@@ -84,31 +124,29 @@ def test_it_runs_no_injected_script_on_any_page(
     owner = ann
     ApiKey.issue(project=owner.project, name="<script>alert('key')</script>")
     thread = _hostile_thread(owner)
+    _hostile_long_term_memory(thread)
     page = new_page()
     page.add_init_script(CSP_WATCH)
     seen = watch(page)
     log_in(page, live_url)
     pid = owner.project.pk
-    pages = {
-        "thread list": f"/dashboard/threads/?projectId={pid}",
-        "thread": f"/dashboard/threads/{thread.pk}/?projectId={pid}",
-        "stats": f"/dashboard/threads/{thread.pk}/stats/?projectId={pid}",
-        "keys": f"/dashboard/keys/?projectId={pid}",
-        "members": f"/dashboard/members/?projectId={pid}",
-        "settings": f"/dashboard/settings/?projectId={pid}",
-    }
-    for where, path in pages.items():
-        page.goto(live_url + path)
-        # Clicking every link the hostile text could have become must not run it either.
-        for link in page.locator("main a").all()[:40]:
-            href = link.get_attribute("href") or ""
-            assert not href.strip().lower().startswith("javascript:"), f"{where}: {href}"
-        _assert_inert(page, seen, where)
-    # The playground: the hostile text is in the context window of a real turn.
+    # The playground: a turn whose context holds the hostile messages, and whose recall
+    # returns the hostile facts, entities and episode (shown in verbose mode).
     page.goto(f"{live_url}/dashboard/threads/{thread.pk}/playground/?projectId={pid}")
-    send_turn(page, PAYLOADS[1])
+    page.get_by_test_id("chat-verbose").check()
+    send_turn(page, f"{RECALL_WORD} {PAYLOADS[1]}")
     expect(page.get_by_test_id("context-tail")).to_contain_text(
         PAYLOADS[1], timeout=TURN_TIMEOUT_MS
     )
+    expect(page.get_by_test_id("recall-payload")).to_contain_text(f"{RECALL_WORD} {PAYLOADS[0]}")
     _assert_inert(page, seen, "playground")
     expect(page.locator("#messages").get_by_text(PAYLOADS[0], exact=True).first).to_be_visible()
+    # Then every page of the dashboard a GET opens, the turn's context included.
+    pages = _dashboard_get_urls(owner, thread)
+    assert {"playground:thread", "playground:turn-context", "playground:keys"} <= set(pages)
+    for where, path in pages.items():
+        page.goto(live_url + path)
+        for link in page.locator("a").all()[:60]:
+            href = link.get_attribute("href") or ""
+            assert not href.strip().lower().startswith("javascript:"), f"{where}: {href}"
+        _assert_inert(page, seen, where)
