@@ -5,13 +5,15 @@ Both count in fixed windows in the ``default`` cache, which is Redis when REDIS_
 otherwise. A cache that cannot be reached lets requests through (RATELIMIT_FAIL_OPEN):
 the limit protects the service, it is not what keeps tenants apart.
 
-Settings: ``MEMORY_API_RATE_LIMIT`` (e.g. ``"6000/m"``; empty turns it off) and
-``MEMORY_LOGIN_FAILURE_LIMIT`` (failed logins per username and per client address).
+Settings: ``MEMORY_API_RATE_LIMIT`` (e.g. ``"6000/m"``; empty turns it off),
+``MEMORY_LOGIN_FAILURE_LIMIT`` (failed logins per username) and
+``MEMORY_LOGIN_FAILURE_LIMIT_PER_ADDRESS`` (per client address, as client_ip finds it).
 """
 
 from __future__ import annotations
 
 import functools
+import ipaddress
 import math
 from collections.abc import Callable
 from typing import Any
@@ -24,11 +26,33 @@ from django_ratelimit.core import get_usage
 from memoryapp.models import ApiKey
 
 API_GROUP = "v1-key"
-LOGIN_GROUPS = {
-    # Per username (case-folded, as people type it) and per client address.
-    "login-username": lambda group, request: request.POST.get("username", "").casefold(),
-    "login-ip": "ip",
+# group -> (the setting holding its rate, what is counted): per username (case-folded, as
+# people type it) and per client address.
+LOGIN_GROUPS: dict[str, tuple[str, Any]] = {
+    "login-username": (
+        "MEMORY_LOGIN_FAILURE_LIMIT",
+        lambda group, request: request.POST.get("username", "").casefold(),
+    ),
+    "login-ip": ("MEMORY_LOGIN_FAILURE_LIMIT_PER_ADDRESS", "ip"),
 }
+
+
+def client_ip(request: HttpRequest) -> str:
+    """The client's address (RATELIMIT_IP_META_KEY): REMOTE_ADDR, or behind
+    ``MEMORY_TRUSTED_PROXIES`` proxies the X-Forwarded-For entry the outermost one added
+    (entries further left are the client's own say and could be forged)."""
+    proxies = settings.MEMORY_TRUSTED_PROXIES
+    forwarded = [a.strip() for a in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
+    forwarded = [a for a in forwarded if a]
+    candidates = [str(request.META.get("REMOTE_ADDR", ""))]
+    if proxies > 0 and forwarded:
+        candidates.insert(0, forwarded[-min(proxies, len(forwarded))])
+    for candidate in candidates:
+        try:
+            return str(ipaddress.ip_address(candidate))
+        except ValueError:
+            continue
+    return "0.0.0.0"  # no usable address (a Unix socket): all such clients count as one
 
 
 class RateLimited(Exception):
@@ -69,17 +93,22 @@ def too_many_requests(retry_after: int, body: str, content_type: str) -> HttpRes
 
 def login_throttle(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
     """Wrap the login view: after ``MEMORY_LOGIN_FAILURE_LIMIT`` failed POSTs for one
-    username or from one client address in a window, answer 429 with Retry-After until the
+    username, or ``MEMORY_LOGIN_FAILURE_LIMIT_PER_ADDRESS`` from one client address, in a
+    window, answer 429 with Retry-After until the
     window ends (the password is not even checked). Only failures count (a POST that does
     not redirect), so people who log in often are never slowed down.
     """
 
     @functools.wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        rate = settings.MEMORY_LOGIN_FAILURE_LIMIT
-        if request.method != "POST" or not rate:
+        if request.method != "POST":
             return view(request, *args, **kwargs)
-        for group, key in LOGIN_GROUPS.items():
+        limits = [
+            (group, key, getattr(settings, setting))
+            for group, (setting, key) in LOGIN_GROUPS.items()
+            if getattr(settings, setting)
+        ]
+        for group, key, rate in limits:
             usage = get_usage(request, group=group, key=key, rate=rate)
             if usage is not None and usage["count"] >= usage["limit"]:
                 return too_many_requests(
@@ -89,7 +118,7 @@ def login_throttle(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpR
                 )
         response = view(request, *args, **kwargs)
         if response.status_code != 302:
-            for group, key in LOGIN_GROUPS.items():
+            for group, key, rate in limits:
                 get_usage(request, group=group, key=key, rate=rate, increment=True)
         return response
 

@@ -237,6 +237,11 @@ else:
 # turns the limit off), and failed logins per username and per client address.
 MEMORY_API_RATE_LIMIT = env_str("MEMORY_API_RATE_LIMIT", "6000/m")
 MEMORY_LOGIN_FAILURE_LIMIT = env_str("MEMORY_LOGIN_FAILURE_LIMIT", "10/5m")
+# Higher per address: many people may share one (an office, a NAT).
+MEMORY_LOGIN_FAILURE_LIMIT_PER_ADDRESS = env_str("MEMORY_LOGIN_FAILURE_LIMIT_PER_ADDRESS", "50/5m")
+# Proxies in front of the server that append to X-Forwarded-For (0: clients connect directly).
+MEMORY_TRUSTED_PROXIES = env_int("MEMORY_TRUSTED_PROXIES", 0)
+RATELIMIT_IP_META_KEY = "memoryapp.ratelimit.client_ip"
 # An unreachable cache lets requests through rather than refusing every one of them.
 RATELIMIT_FAIL_OPEN = True
 

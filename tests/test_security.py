@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.core.cache import cache
-from django.test import Client
+from django.test import Client, RequestFactory
 
 from memoryapp.models import ApiKey, Membership, Project
+from memoryapp.ratelimit import client_ip
 from tests.conftest import BASE, Api
 from tests.test_isolation import PATH_PARAMETERS, Victim, _fill, _methods, _victim, http_routes
 
@@ -106,8 +107,9 @@ def test_it_does_not_limit_when_the_setting_is_empty(api: Api, settings: Any) ->
     assert {api.get(f"{BASE}/threads").status_code for _ in range(5)} == {200}
 
 
-def test_it_throttles_failed_logins_per_username_and_address(db: None, settings: Any) -> None:
+def test_it_throttles_failed_logins_per_username(db: None, settings: Any) -> None:
     settings.MEMORY_LOGIN_FAILURE_LIMIT = "2/5m"
+    settings.MEMORY_LOGIN_FAILURE_LIMIT_PER_ADDRESS = ""
     User.objects.create_user("ann", password=PASSWORD)
     User.objects.create_user("bob", password=PASSWORD)
     client = Client(REMOTE_ADDR="10.0.0.1")
@@ -117,11 +119,38 @@ def test_it_throttles_failed_logins_per_username_and_address(db: None, settings:
     assert blocked.status_code == 429
     assert 1 <= int(blocked["Retry-After"]) <= 300
     assert "_auth_user_id" not in client.session
-    # Another username from another address still logs in.
+    # Another username, from the same address, still logs in.
+    assert client.post("/login/", {"username": "bob", "password": PASSWORD}).status_code == 302
+
+
+def test_it_throttles_failed_logins_per_client_address(db: None, settings: Any) -> None:
+    settings.MEMORY_LOGIN_FAILURE_LIMIT = ""
+    settings.MEMORY_LOGIN_FAILURE_LIMIT_PER_ADDRESS = "2/5m"
+    User.objects.create_user("bob", password=PASSWORD)
+    client = Client(REMOTE_ADDR="10.0.0.1")
+    for name in ("ann", "carl"):
+        assert client.post("/login/", {"username": name, "password": "x"}).status_code == 200
+    assert client.post("/login/", {"username": "bob", "password": PASSWORD}).status_code == 429
     other = Client(REMOTE_ADDR="10.0.0.2")
     assert other.post("/login/", {"username": "bob", "password": PASSWORD}).status_code == 302
-    # And the address that failed twice is throttled for any username.
-    assert client.post("/login/", {"username": "bob", "password": PASSWORD}).status_code == 429
+
+
+@pytest.mark.parametrize(
+    ("proxies", "remote", "forwarded", "expected"),
+    [
+        (0, "10.0.0.1", "203.0.113.9", "10.0.0.1"),  # no proxy: the header is the client's say
+        (1, "10.0.0.1", "198.51.100.1, 203.0.113.9", "203.0.113.9"),  # what our proxy added
+        (2, "10.0.0.1", "198.51.100.1, 203.0.113.9", "198.51.100.1"),
+        (1, "10.0.0.1", "not-an-address", "10.0.0.1"),
+        (0, "", "", "0.0.0.0"),
+    ],
+)
+def test_it_finds_the_client_address_behind_trusted_proxies(
+    proxies: int, remote: str, forwarded: str, expected: str, settings: Any
+) -> None:
+    settings.MEMORY_TRUSTED_PROXIES = proxies
+    request = RequestFactory().get("/", REMOTE_ADDR=remote, HTTP_X_FORWARDED_FOR=forwarded)
+    assert client_ip(request) == expected
 
 
 def test_it_does_not_count_successful_logins(db: None, settings: Any) -> None:
@@ -230,7 +259,7 @@ PROBE = """
 import django, json
 django.setup()
 from django.conf import settings
-from django.test import Client
+from django.test import Client, RequestFactory
 url = "/v1/openapi.json"
 secure = Client().get(url, secure=True, HTTP_HOST="memory.example.com")
 plain = Client().get(url, HTTP_HOST="memory.example.com")
