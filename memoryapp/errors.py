@@ -69,3 +69,15 @@ class ModelCallFailed(MemoryError_):
     def __init__(self, message: str, *, kind: str = "unavailable") -> None:
         super().__init__(message)
         self.kind = kind
+
+
+class JobNotFound(MemoryError_):
+    """No such background job in this project (also another project's: never say which): 404."""
+
+
+class JobNotRetryable(MemoryError_):
+    """Only a failed job can be retried; ``status`` is the job's current one: 409."""
+
+    def __init__(self, status: str) -> None:
+        super().__init__(f"Only a failed job can be retried; this one is {status}")
+        self.status = status

@@ -14,7 +14,9 @@ management command, a worker) with async_to_sync.
 
 Event shape: ``{"type": "thread.event", "event": <name>, "threadId": str, "data": {...}}``
 with names ``message.appended``, ``thread.compacted``, ``compaction.failed``,
-``thread.changed``, ``thread.deleted``, ``chat.delta``, ``chat.done``, ``chat.error``.
+``thread.changed``, ``thread.deleted``, ``chat.delta``, ``chat.done``, ``chat.error``,
+``job.changed``. Events that jobs send in the db worker travel through memoryapp.relay
+when the layer is process-local (no REDIS_URL).
 playground.consumers forwards each to the browser as ``{"event", "threadId", "data"}``.
 """
 
@@ -30,7 +32,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
 
-from memoryapp import serializers
+from memoryapp import relay, serializers
 
 if TYPE_CHECKING:
     from memoryapp.models import Message, Thread
@@ -66,6 +68,8 @@ class _LoopSender:
         self.loop = loop
         self.queue = asyncio.Queue()
         loop.create_task(self._drain(self.queue))
+        # Without Redis, events from the db worker reach this server through the relay.
+        relay.relay_poller_start(loop=loop, deliver=self.submit)
 
     async def _drain(self, queue: asyncio.Queue[tuple[str, dict[str, Any]]]) -> None:
         while True:
@@ -102,14 +106,25 @@ def _nobody_listens(layer: Any, group: str) -> bool:
     return isinstance(layer, InMemoryChannelLayer) and not layer.groups.get(group)
 
 
+def _payload(
+    thread_id: uuid.UUID | str, event: str, build: Callable[[], dict[str, Any]]
+) -> dict[str, Any]:
+    return {"type": "thread.event", "event": event, "threadId": str(thread_id), "data": build()}
+
+
 def _send_now(thread_id: uuid.UUID | str, event: str, build: Callable[[], dict[str, Any]]) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
     group = thread_group(thread_id)
+    if relay.relay_wanted(layer):
+        # Sent by a job in the db worker: this process's own layer reaches nobody, the
+        # servers' layers may, so the event goes to them through the database.
+        relay.relay_store(group, _payload(thread_id, event, build))
+        return
     if _nobody_listens(layer, group):
         return  # no event dict, no loop hand-off, no async_to_sync for nobody
-    payload = {"type": "thread.event", "event": event, "threadId": str(thread_id), "data": build()}
+    payload = _payload(thread_id, event, build)
     if loop_sender.submit(group, payload):
         return
     try:
@@ -163,3 +178,9 @@ def chat_stream(thread_id: uuid.UUID | str, event: str, data: dict[str, Any]) ->
     anything is stored.
     """
     _send_now(thread_id, event, lambda: data)
+
+
+def job_changed(thread_id: uuid.UUID, job: dict[str, Any]) -> None:
+    """A background job of the thread changed status; ``job`` is its wire shape
+    (memoryapp.serializers.job_to_dict)."""
+    broadcast(thread_id, "job.changed", lambda: job)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memoryapp.models import Entity, Episode, Fact, Message, Thread
+from memoryapp.models import Entity, Episode, Fact, Job, Message, Thread
 from memoryapp.results import (
     AppendOutcome,
     CompactionResult,
@@ -240,4 +240,22 @@ def entity_to_dict(entity: Entity) -> dict[str, Any]:
         "kind": entity.kind,
         "summary": entity.summary,
         "factCount": int(count),
+    }
+
+
+def job_to_dict(job: Job) -> dict[str, Any]:
+    """The wire shape of a job (GET /v1/memory/jobs/{jobId}, the ``job.changed`` event):
+    ``{"jobId", "kind", "status", "error", "result", "threadId", "attempts", "createdAt",
+    "startedAt", "finishedAt"}``; ``error`` is null unless the job failed."""
+    return {
+        "jobId": str(job.pk),
+        "kind": job.kind,
+        "status": job.status,
+        "error": job.error or None,
+        "result": job.result,
+        "threadId": str(job.thread_id) if job.thread_id else None,
+        "attempts": job.attempts,
+        "createdAt": iso_ms(job.created_at),
+        "startedAt": iso_ms(job.started_at),
+        "finishedAt": iso_ms(job.finished_at),
     }

@@ -43,6 +43,8 @@ INSTALLED_APPS = [
     "ninja",  # serves the API docs' Swagger UI from local static files, not a CDN
     "django_htmx",
     "template_partials",
+    "django_tasks",
+    "django_tasks_db",
     "memoryapp",
     "playground",
 ]
@@ -152,6 +154,20 @@ if REDIS_URL:
     }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# Events sent by a process that serves no WebSockets (the db_worker, a management command)
+# reach the server's in-memory layer through a table the server polls (memoryapp.relay;
+# docs/decisions.md, "Background jobs"). Unused with REDIS_URL, which crosses processes.
+MEMORY_EVENT_RELAY = env_bool("MEMORY_EVENT_RELAY", True)
+MEMORY_EVENT_RELAY_POLL_SECONDS = env_float("MEMORY_EVENT_RELAY_POLL_SECONDS", 0.25)
+
+# --- Background jobs ----------------------------------------------------------------------
+# django-tasks with the database backend: `manage.py db_worker` runs what is enqueued
+# (`./dev serve` starts one). Tests switch to the immediate backend (tests/conftest.py).
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
+# How long a job may run before it counts as lost (its worker killed) and may be retried;
+# a kind can set its own (memoryapp.jobs.job_kind).
+MEMORY_JOB_TIMEOUT_SECONDS = env_int("MEMORY_JOB_TIMEOUT_SECONDS", 600)
 
 # --- Auth, i18n, static ---------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

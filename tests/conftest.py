@@ -99,6 +99,17 @@ def offline_model(settings: Any) -> Iterator[None]:
     yield
 
 
+@pytest.fixture(autouse=True)
+def immediate_jobs(settings: Any) -> Iterator[None]:
+    """Background jobs run in the test process as soon as their enqueueing transaction
+    commits (django-tasks' ImmediateBackend), and events are never relayed through the
+    database (there is no db worker here): tests that need the real worker or the relay
+    say so themselves."""
+    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+    settings.MEMORY_EVENT_RELAY = False
+    yield
+
+
 def at(iso: str) -> datetime:
     """``"2026-08-16T09:14:02.114Z"`` as an aware datetime."""
     return datetime.fromisoformat(iso.replace("Z", "+00:00"))

@@ -22,6 +22,7 @@ from memoryapp.errors import (
     FactNotFound,
     IdempotencyConflict,
     InvalidInput,
+    JobNotFound,
     ModelCallFailed,
     ThreadNotFound,
     error_body,
@@ -135,6 +136,11 @@ def _fact_not_found(request: HttpRequest, exc: FactNotFound) -> HttpResponse:
     return error_response(request, 404, "Fact not found")
 
 
+@api.exception_handler(JobNotFound)
+def _job_not_found(request: HttpRequest, exc: JobNotFound) -> HttpResponse:
+    return error_response(request, 404, "Job not found")
+
+
 @api.exception_handler(Http404)
 def _not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
     return error_response(request, 404, "Not found")
@@ -178,3 +184,7 @@ api.add_router("/memory/episodic", episodic_router)
 from memoryapp.api.semantic import router as semantic_router  # noqa: E402
 
 api.add_router("/memory/semantic", semantic_router)
+
+from memoryapp.api.jobs import router as jobs_router  # noqa: E402
+
+api.add_router("/memory/jobs", jobs_router)

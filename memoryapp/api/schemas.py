@@ -320,3 +320,22 @@ class StatsOut(_Out):
     createdAt: str
     lastActivityAt: str
     compaction: CompactionStateOut
+
+
+# --- Jobs ---------------------------------------------------------------------------------
+
+
+class JobOut(_Out):
+    """A background job (GET /v1/memory/jobs/{jobId}); ``error`` is null unless it failed,
+    ``result`` is the kind's result once it succeeded."""
+
+    jobId: str
+    kind: str
+    status: Literal["queued", "running", "succeeded", "failed"]
+    error: str | None
+    result: dict[str, Any] | None
+    threadId: str | None
+    attempts: int
+    createdAt: str
+    startedAt: str | None
+    finishedAt: str | None

@@ -1,6 +1,8 @@
 """The memory domain's models (DESIGN.md section 4)."""
 
 from memoryapp.models.episodes import Episode
+from memoryapp.models.events import RelayedEvent
+from memoryapp.models.jobs import Job
 from memoryapp.models.projects import ApiKey, Membership, Project
 from memoryapp.models.semantic import Entity, Fact
 from memoryapp.models.threads import Message, Thread, ThreadTag
@@ -11,9 +13,11 @@ __all__ = [
     "Entity",
     "Episode",
     "Fact",
+    "Job",
     "Membership",
     "Message",
     "Project",
+    "RelayedEvent",
     "Thread",
     "ThreadTag",
     "Turn",

@@ -1,0 +1,37 @@
+"""The background job kinds (memoryapp.jobs explains kinds, idempotency and retries).
+
+Each kind is a function of the Job registered with ``job_kind``; memoryapp.apps imports
+this module at start-up, so the server (which enqueues) and the db worker (which runs)
+know the same kinds. To add one: a function here and its idempotency rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memoryapp import compaction, serializers
+from memoryapp.errors import ThreadNotFound
+from memoryapp.jobs import job_kind
+from memoryapp.models import Job
+
+COMPACTION = "compaction"
+
+
+@job_kind(COMPACTION, key=lambda args: f"through:{args['throughSequence']}")
+def compaction_job(job: Job) -> dict[str, Any]:
+    """A manual "Compact now" from the dashboard (spec 002, POST compact, keepLast 0).
+
+    Args: ``{"throughSequence": N}``, the thread's last sequence number when it was asked
+    for; folds every un-compacted message up to N, so messages appended since stay
+    verbatim. Idempotency: a second run finds those rows folded and writes nothing.
+    Result: the compact response body (``compactedCount``, ``fromSequence``, ...) or
+    ``{"ok": true, "compacted": false, "message": "Nothing to compact"}``. A failed model
+    call fails the job (nothing changed, the error recorded on the thread too).
+    """
+    if job.thread_id is None:
+        raise ThreadNotFound()
+    through = int(job.args["throughSequence"])
+    result = compaction.compact(thread_id=job.thread_id, keep_from_sequence=through + 1)
+    if result is None:
+        return dict(serializers.NOTHING_TO_COMPACT)
+    return serializers.compaction_to_dict(result)
