@@ -10,7 +10,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from memoryapp.ratelimit import login_throttle
-from playground import views
+from playground import job_views, views
 
 app_name = "playground"
 
@@ -32,6 +32,8 @@ urlpatterns = [
     path("dashboard/threads/<uuid:thread_id>/stats/", views.thread_stats, name="thread-stats"),
     path("dashboard/threads/<uuid:thread_id>/compact/", views.thread_compact, name="thread-compact"),
     path("dashboard/threads/<uuid:thread_id>/playground/", views.playground, name="playground"),
+    path("dashboard/threads/<uuid:thread_id>/jobs/", job_views.thread_jobs, name="thread-jobs"),
+    path("dashboard/jobs/<uuid:job_id>/retry/", job_views.job_retry, name="job-retry"),
     path("dashboard/members/", views.members, name="members"),
     path(
         "dashboard/members/<int:membership_id>/remove/",

@@ -19,7 +19,6 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import (
-    Http404,
     HttpRequest,
     HttpResponse,
     HttpResponseBadRequest,
@@ -30,8 +29,8 @@ from django.urls import reverse
 from django.utils.cache import add_never_cache_headers, patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from memoryapp import compaction, llm, serializers, working
-from memoryapp.errors import InvalidInput, ModelCallFailed, ThreadNotFound
+from memoryapp import jobs, llm, serializers, tasks, working
+from memoryapp.errors import InvalidInput
 from memoryapp.models import ApiKey, Membership, Message, Project, Thread
 from playground import forms
 from playground.access import (
@@ -42,6 +41,7 @@ from playground.access import (
     require_owner,
     user_projects,
 )
+from playground.job_views import thread_jobs_context
 from playground.templatetags.dashboard import isolate
 
 # The thread page shows the newest rows of a thread and pages back with ``before=``, so
@@ -270,6 +270,7 @@ def _thread_context(request: HttpRequest, thread: Thread, before: int | None) ->
         "nav": "threads",
         "thread_url": _url("playground:thread", project, thread.pk),
         "stats_url": _url("playground:thread-stats", project, thread.pk),
+        **thread_jobs_context(thread),
         "ws_path": f"/ws/threads/{thread.pk}/?{urlencode({'projectId': project.pk})}",
     }
 
@@ -397,29 +398,23 @@ def thread_stats(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
 @require_POST
 @login_required
 def thread_compact(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
-    """Fold every un-compacted message into the rolling summary (spec 002, POST compact).
+    """Queue "Compact now" as a background job (issue 7): fold every message so far into
+    the rolling summary (spec 002, POST compact) without holding the request.
 
-    A failed model call changes nothing; the page says so and shows the model's error.
+    The page's jobs panel and timeline update live when the worker is done; a failed
+    model call shows there with its error and a Retry button.
     """
     thread = get_thread_for_user(request, thread_id)
-    try:
-        result = compaction.compact(thread_id=thread.pk)
-    except ThreadNotFound as exc:
-        raise Http404("No such thread") from exc
-    except ModelCallFailed as exc:
-        messages.error(
-            request,
-            f"Compaction failed: the model call failed ({exc.kind}): {exc}. Nothing was changed.",
-        )
+    if thread.uncompacted_count == 0:
+        messages.info(request, "Nothing to compact.")
     else:
-        if result is None:
-            messages.info(request, "Nothing to compact.")
-        else:
-            messages.success(
-                request,
-                f"Compacted {result.compacted_count} messages (#{result.from_sequence}-"
-                f"#{result.to_sequence}) into summary #{result.summary.sequence_number}.",
-            )
+        jobs.job_enqueue(
+            project=thread.project,
+            thread=thread,
+            kind=tasks.COMPACTION,
+            args={"throughSequence": thread.next_sequence - 1},
+        )
+        messages.info(request, "Compaction queued: this page updates when it is done.")
     return redirect(_url("playground:thread", thread.project, thread.pk))
 
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from django.template import Context, Template
 
-from playground.templatetags.dashboard import isolate, short_datetime
+from playground.templatetags.dashboard import isolate, job_outcome, short_datetime
 
 NOW = datetime(2026, 11, 30, 15, 0, tzinfo=UTC)
 
@@ -43,3 +43,12 @@ def test_it_wraps_text_in_first_strong_isolate_and_pop() -> None:
     assert isolate("\u202eabc") == "\u2068\u202eabc\u2069"
     html = Template("{% load dashboard %}{{ name|isolate }}").render(Context({"name": "<b>"}))
     assert html == "\u2068&lt;b&gt;\u2069"
+
+
+def test_it_sums_up_a_job_result_in_one_line() -> None:
+    assert job_outcome({"ok": True, "compacted": False, "message": "Nothing to compact"}) == "Nothing to compact"
+    assert job_outcome(
+        {"threadId": "t", "summaryMessageId": "s", "compactedCount": 3, "fromSequence": 1, "toSequence": 3}
+    ) == "compactedCount 3 · fromSequence 1 · toSequence 3"
+    assert job_outcome(None) == "Done."
+    assert job_outcome({"nested": {"a": 1}}) == "Done."

@@ -23,7 +23,7 @@ from django.urls import reverse
 
 from memoryapp import compaction, llm, working
 from memoryapp.llm.port import ModelTimeout
-from memoryapp.models import ApiKey, Membership, Message, Project, Thread
+from memoryapp.models import ApiKey, Job, Membership, Message, Project, Thread
 from playground import views
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 
@@ -140,6 +140,19 @@ def url(name: str, project: Project, *args: Any, **query: Any) -> str:
     return f"{reverse(name, args=args)}?{params}"
 
 
+def _failed_job(world: World) -> Job:
+    return Job.objects.create(
+        project=world.project,
+        thread=world.thread,
+        kind="compaction",
+        args={"throughSequence": 0},
+        idempotency_key=f"{world.thread.pk}:through:0",
+        status=Job.Status.FAILED,
+        error="ModelCallFailed: down",
+        attempts=1,
+    )
+
+
 # (url name, args from the world, the methods it answers, a method it refuses)
 VIEWS: list[tuple[str, Callable[[World], tuple[Any, ...]], list[str], str]] = [
     ("playground:threads", lambda w: (), ["get"], "post"),
@@ -148,6 +161,8 @@ VIEWS: list[tuple[str, Callable[[World], tuple[Any, ...]], list[str], str]] = [
     ("playground:thread-stats", lambda w: (w.thread.pk,), ["get"], "post"),
     ("playground:thread-compact", lambda w: (w.thread.pk,), ["post"], "get"),
     ("playground:playground", lambda w: (w.thread.pk,), ["get"], "post"),
+    ("playground:thread-jobs", lambda w: (w.thread.pk,), ["get"], "post"),
+    ("playground:job-retry", lambda w: (_failed_job(w).pk,), ["post"], "get"),
     ("playground:members", lambda w: (), ["get", "post"], "delete"),
     ("playground:member-remove", lambda w: (w.member_membership.pk,), ["get", "post"], "put"),
     ("playground:keys", lambda w: (), ["get", "post"], "delete"),
@@ -708,16 +723,36 @@ def test_it_shows_end_as_disabled_until_episodes_exist(world: World) -> None:
     assert "Episodes are not built yet" in page.all(lambda n: n.attrs.get("id") == "end-note")[0].full_text()
 
 
-def test_it_compacts_from_the_thread_page(world: World) -> None:
+def test_it_compacts_from_the_thread_page_as_a_background_job(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
     _fill(world.thread, 3)
     client = world.client(world.member)
-    response = client.post(url("playground:thread-compact", world.project, world.thread.pk), follow=True)
+    compact = url("playground:thread-compact", world.project, world.thread.pk)
+    with django_capture_on_commit_callbacks(execute=True):  # the job runs on commit
+        response = client.post(compact, follow=True)
     assert response.redirect_chain == [(url("playground:thread", world.project, world.thread.pk), 302)]
     flash = " ".join(tree(response).by_testid("flash")[0].full_text().split())
-    assert flash == "Compacted 3 messages (#1-#3) into summary #4."
+    assert flash == "Compaction queued: this page updates when it is done."
+    job = Job.objects.get(thread=world.thread)
+    assert job.result is not None
+    assert (job.kind, job.status, job.args, job.result["compactedCount"]) == (
+        "compaction",
+        "succeeded",
+        {"throughSequence": 3},
+        3,
+    )
     assert Message.objects.filter(thread=world.thread, compacted_at__isnull=False).count() == 3
-    again = client.post(url("playground:thread-compact", world.project, world.thread.pk), follow=True)
+
+    page = tree(client.get(url("playground:thread", world.project, world.thread.pk)))
+    shown = page.by_testid("job")[0]
+    assert shown.attrs["data-status"] == "succeeded"
+    assert " ".join(shown.by_testid("job-result")[0].full_text().split()) == (
+        "compactedCount 3 · fromSequence 1 · toSequence 3"
+    )
+    again = client.post(compact, follow=True)
     assert " ".join(tree(again).by_testid("flash")[0].full_text().split()) == "Nothing to compact."
+    assert Job.objects.filter(thread=world.thread).count() == 1
 
 
 class _TimingOutModel:
@@ -725,23 +760,54 @@ class _TimingOutModel:
         raise ModelTimeout("no answer within 30 s")
 
 
-def test_it_reports_a_failed_compaction_and_changes_nothing(
-    world: World, monkeypatch: pytest.MonkeyPatch
+def test_it_shows_a_failed_compaction_job_with_its_error_and_a_member_retries_it(
+    world: World, monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any
 ) -> None:
     _fill(world.thread, 2)
+    real_model = llm.get_model
     monkeypatch.setattr(llm, "get_model", lambda: _TimingOutModel())
-    response = world.client(world.member).post(
-        url("playground:thread-compact", world.project, world.thread.pk), follow=True
-    )
-    assert response.status_code == 200
-    page = tree(response)
-    flash = " ".join(page.by_testid("flash")[0].full_text().split())
-    assert flash == (
-        "Compaction failed: the model call failed (timeout): no answer within 30 s. Nothing was changed."
-    )
+    client = world.client(world.member)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(url("playground:thread-compact", world.project, world.thread.pk))
+    page = tree(client.get(url("playground:thread", world.project, world.thread.pk)))
+    job = Job.objects.get(thread=world.thread)
+    assert (job.status, job.error) == ("failed", "ModelCallFailed: no answer within 30 s")
+    assert page.by_testid("job")[0].attrs["data-status"] == "failed"
+    assert page.by_testid("job-error")[0].full_text().strip() == "ModelCallFailed: no answer within 30 s"
     assert "no answer within 30 s" in page.by_testid("compaction-error")[0].full_text()
     assert Message.objects.filter(thread=world.thread, compacted_at__isnull=False).count() == 0
-    assert Message.objects.filter(thread=world.thread, is_summary=True).count() == 0
+
+    monkeypatch.setattr(llm, "get_model", real_model)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(url("playground:job-retry", world.project, job.pk), follow=True)
+    assert response.redirect_chain == [(url("playground:thread", world.project, world.thread.pk), 302)]
+    flash = " ".join(tree(response).by_testid("flash")[0].full_text().split())
+    assert flash == "Retry queued: the job runs again in the background."
+    job.refresh_from_db()
+    assert job.result is not None
+    assert (job.status, job.error, job.attempts, job.result["compactedCount"]) == ("succeeded", "", 2, 2)
+    page = tree(client.get(url("playground:thread", world.project, world.thread.pk)))
+    assert page.by_testid("job")[0].attrs["data-status"] == "succeeded"
+
+
+def test_it_does_not_retry_a_job_that_did_not_fail(world: World) -> None:
+    job = _failed_job(world)
+    Job.objects.filter(pk=job.pk).update(status=Job.Status.SUCCEEDED, error="")
+    response = world.client(world.owner).post(url("playground:job-retry", world.project, job.pk), follow=True)
+    flash = " ".join(tree(response).by_testid("flash")[0].full_text().split())
+    assert flash == "Not retried: its status is succeeded, and only failed jobs can be retried."
+    assert Job.objects.get(pk=job.pk).status == "succeeded"
+
+
+def test_it_renders_the_jobs_panel_alone_for_live_refreshes(world: World) -> None:
+    _failed_job(world)
+    response = world.client(world.member).get(
+        url("playground:thread-jobs", world.project, world.thread.pk), headers={"HX-Request": "true"}
+    )
+    panel = tree(response)
+    assert [n.attrs["data-status"] for n in panel.by_testid("job")] == ["failed"]
+    assert len(panel.by_testid("job-retry")) == 1
+    assert panel.by_testid("stats") == []
 
 
 # --- playground page ---------------------------------------------------------------------------------

@@ -61,3 +61,19 @@ def isolate(value: object) -> str:
     reorder the text around it where no ``<bdi>`` can go (the page title, flash messages).
     The result is still escaped by the template."""
     return f"{FSI}{value}{PDI}"
+
+
+@register.filter
+def job_outcome(result: object) -> str:
+    """A background job's result in one line: its ``message`` when it has one, else its
+    scalar fields but ids as ``name value`` pairs (``compactedCount 3 · fromSequence 1``)."""
+    if not isinstance(result, dict) or not result:
+        return "Done."
+    if isinstance(result.get("message"), str):
+        return str(result["message"])
+    pairs = [
+        f"{k} {v}"
+        for k, v in result.items()
+        if isinstance(v, int | float | str) and not k.endswith("Id")
+    ]
+    return " · ".join(pairs) or "Done."

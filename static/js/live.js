@@ -16,7 +16,7 @@
     if (!root || !root.dataset.wsPath || !window.WebSocket) return;
     var statusEl = document.getElementById("live-status");
     var attempt = 0;
-    var wanted = { messages: false, stats: false };
+    var wanted = { messages: false, stats: false, jobs: false };
     var timer = null;
     var inFlight = false;
 
@@ -38,7 +38,10 @@
       if (wanted.stats && document.getElementById("stats")) {
         jobs.push(htmx.ajax("GET", root.dataset.statsUrl, { source: "#stats", target: "#stats", swap: "outerHTML" }));
       }
-      wanted = { messages: false, stats: false };
+      if (wanted.jobs && root.dataset.jobsUrl && document.getElementById("jobs")) {
+        jobs.push(htmx.ajax("GET", root.dataset.jobsUrl, { source: "#jobs", target: "#jobs", swap: "outerHTML" }));
+      }
+      wanted = { messages: false, stats: false, jobs: false };
       if (!jobs.length) return;
       inFlight = true;
       Promise.all(jobs).then(done, done);
@@ -52,9 +55,10 @@
     function schedule(parts) {
       if (parts.messages) wanted.messages = true;
       if (parts.stats) wanted.stats = true;
+      if (parts.jobs) wanted.jobs = true;
       if (timer === null) timer = window.setTimeout(refreshNow, REFRESH_DELAY_MS);
     }
-    window.memoryLive = { refresh: function () { schedule({ messages: true, stats: true }); } };
+    window.memoryLive = { refresh: function () { schedule({ messages: true, stats: true, jobs: true }); } };
 
     function handle(frame) {
       if (!frame || typeof frame.event !== "string") return;
@@ -68,6 +72,9 @@
           break;
         case "compaction.failed":
           schedule({ stats: true });
+          break;
+        case "job.changed":
+          schedule({ jobs: true });
           break;
         case "thread.deleted":
           setStatus("closed", "this thread was deleted");
@@ -86,7 +93,7 @@
         attempt = 0;
         setStatus("open", "live");
         // Catch up on anything that happened while the socket was down.
-        if (reconnected) schedule({ messages: true, stats: true });
+        if (reconnected) schedule({ messages: true, stats: true, jobs: true });
       });
       socket.addEventListener("message", function (event) {
         var frame;
