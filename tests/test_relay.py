@@ -16,6 +16,8 @@ from memoryapp.models import RelayedEvent
 
 @pytest.fixture
 def relay_on(settings: Any) -> None:
+    """The default setup's process-local layer (also when CI runs this with REDIS_URL)."""
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     settings.MEMORY_EVENT_RELAY = True
     settings.MEMORY_EVENT_RELAY_POLL_SECONDS = 0.05
 

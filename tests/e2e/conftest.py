@@ -62,9 +62,51 @@ def _configure_server(database_name: str) -> None:
     must never call a real model, even with GEMINI_API_KEY in the environment.
     """
     from django.conf import settings
+    from django.test.utils import override_settings
 
     settings.DATABASES["default"]["NAME"] = database_name
     settings.MEMORY_LLM_ADAPTER = "offline"
+    # Jobs as ./dev serve runs them: queued in the database for the db worker, whose
+    # events come back through the relay table (or Redis with REDIS_URL); whatever the
+    # test process's fixtures had set when it forked.
+    override_settings(
+        TASKS={"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}},
+        MEMORY_EVENT_RELAY=True,
+    ).enable()
+    # Fresh channel layers: with REDIS_URL, the parent's layer holds connections made on
+    # the parent's event loops, which a forked child must not reuse.
+    from channels.layers import channel_layers
+
+    channel_layers.backends = {}
+
+
+def _fork(target: Any, *args: Any) -> Any:
+    """Start ``target(*args)`` in a forked child; call with database access unblocked.
+
+    The child must not share the parent's open database sockets, and it must not inherit
+    pytest-django's "database access not allowed" block (the fork copies whatever state
+    the parent is in at start()).
+    """
+    from django.db import connections
+
+    connections.close_all()
+    for conn in connections.all():
+        # psycopg's pool (PostgreSQL) keeps sockets and worker threads; a fork must start
+        # with none and build its own.
+        close_pool = getattr(conn, "close_pool", None)
+        if close_pool is not None:
+            close_pool()
+    process = multiprocessing.get_context("fork").Process(target=target, args=args, daemon=True)
+    process.start()
+    return process
+
+
+def _work(database_name: str) -> None:
+    """The worker process: django-tasks' ``db_worker``, as ``./dev serve`` runs it."""
+    from django.core.management import call_command
+
+    _configure_server(database_name)
+    call_command("db_worker", "--no-reload", "--no-startup-delay", "--interval", "0.1", verbosity=0)
 
 
 def _serve(database_name: str, sock: socket.socket) -> None:
@@ -75,11 +117,6 @@ def _serve(database_name: str, sock: socket.socket) -> None:
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
     _configure_server(database_name)
-    # Fresh channel layers: with REDIS_URL, the parent's layer holds connections made on
-    # the parent's event loops, which a forked child must not reuse.
-    from channels.layers import channel_layers
-
-    channel_layers.backends = {}
     # And a fresh thread for asgiref's thread-sensitive calls (database_sync_to_async in
     # the WebSocket consumer): if the parent ever used it, the forked copy believes a
     # worker thread exists that the fork did not bring along, and every call would hang.
@@ -108,7 +145,7 @@ def live_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
     are done, so the rest of the suite does not run beside it (and PostgreSQL can drop the
     test database at the end).
     """
-    from django.db import connection, connections
+    from django.db import connection
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -117,20 +154,7 @@ def live_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
     port = sock.getsockname()[1]
     with django_db_blocker.unblock():
         database_name = str(connection.settings_dict["NAME"])
-        # The child is forked: it must not share the parent's open database sockets, and
-        # it must not inherit pytest-django's "database access not allowed" block (the
-        # fork copies whatever state the parent is in at start()).
-        connections.close_all()
-        for conn in connections.all():
-            # psycopg's pool (PostgreSQL) keeps sockets and worker threads; a fork must
-            # start with none and build its own.
-            close_pool = getattr(conn, "close_pool", None)
-            if close_pool is not None:
-                close_pool()
-        process = multiprocessing.get_context("fork").Process(
-            target=_serve, args=(database_name, sock), daemon=True
-        )
-        process.start()
+        process = _fork(_serve, database_name, sock)
     sock.close()  # the child holds its own copy
     url = f"http://127.0.0.1:{port}"
     # Poll so a server that dies on start-up fails at once instead of timing out.
@@ -153,6 +177,21 @@ def live_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
         process.join(timeout=10)
 
 
+@pytest.fixture(scope="package")
+def db_worker(live_url: str, django_db_blocker: Any) -> Iterator[Any]:
+    """A ``manage.py db_worker`` process (forked, like the server) running the jobs the
+    server queues on the test database; stopped (SIGTERM) after the browser tests."""
+    from django.db import connection
+
+    with django_db_blocker.unblock():
+        process = _fork(_work, str(connection.settings_dict["NAME"]))
+    try:
+        yield process
+    finally:
+        process.terminate()
+        process.join(timeout=10)
+
+
 @pytest.fixture(autouse=True)
 def no_broadcasts_from_the_test_process(live_url: str, settings: Any) -> None:
     """Domain calls that seed data in the test process broadcast nothing.
@@ -167,7 +206,7 @@ def no_broadcasts_from_the_test_process(live_url: str, settings: Any) -> None:
 
 
 @pytest.fixture(scope="package")
-def browser(live_url: str) -> Iterator[Any]:
+def browser(live_url: str, db_worker: Any) -> Iterator[Any]:
     """A headless Debian chromium driven by Playwright (skipped when it is not installed).
 
     Package-scoped, not session-scoped: Playwright's sync API keeps an asyncio loop
@@ -175,8 +214,8 @@ def browser(live_url: str) -> Iterator[Any]:
     (pytest-asyncio tests, async_to_sync) cannot start a loop of its own meanwhile; so it
     closes when the last browser test is done. For that time the tests' own ORM calls,
     synchronous and in the main thread, are allowed despite that running loop. Starts
-    after ``live_url``, so the forked server inherits neither that loop nor the pipes to
-    Playwright's driver.
+    after ``live_url`` and ``db_worker``, so the forked server and worker inherit neither
+    that loop nor the pipes to Playwright's driver.
     """
     if not os.path.exists(CHROMIUM):
         pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
