@@ -44,7 +44,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from memoryapp import compaction, episodic, working
 from memoryapp.api import api
 from memoryapp.chat import chat_turn
-from memoryapp.models import ApiKey, Fact, Membership, Project, Thread
+from memoryapp.models import ApiKey, Fact, Job, Membership, Project, Thread
 from playground.consumers import CLOSE_FORBIDDEN
 from playground.routing import websocket_urlpatterns
 
@@ -172,10 +172,26 @@ def _fact_id(v: Victim) -> str:
     return str(Fact.objects.get(episode=built.episode).pk)
 
 
+def _job_id(v: Victim) -> str:
+    """A failed job (so a Retry would change it) whose error only the victim's data has."""
+    job = Job.objects.create(
+        project=v.project,
+        thread=v.thread,
+        kind="compaction",
+        args={"throughSequence": 1},
+        idempotency_key=f"{v.thread.pk}:through:1",
+        status=Job.Status.FAILED,
+        error=f"{PROBE_WORD} failure {v.token}",
+        attempts=1,
+    )
+    return str(job.pk)
+
+
 PATH_PARAMETERS: dict[str, Callable[[Victim], str]] = {
     "thread_id": _thread_id,
     "episode_id": _episode_id,
     "fact_id": _fact_id,
+    "job_id": _job_id,
     "membership_id": _membership_id,
     "key_id": _key_id,
     "turn_id": _turn_id,
