@@ -48,7 +48,7 @@ def test_it_wraps_text_in_first_strong_isolate_and_pop() -> None:
 def test_it_sums_up_a_job_result_in_one_line() -> None:
     assert job_outcome({"ok": True, "compacted": False, "message": "Nothing to compact"}) == "Nothing to compact"
     assert job_outcome(
-        {"threadId": "t", "summaryMessageId": "s", "compactedCount": 3, "fromSequence": 1, "toSequence": 3}
+        {"toSequence": 3, "threadId": "t", "summaryMessageId": "s", "compactedCount": 3, "fromSequence": 1}
     ) == "compactedCount 3 · fromSequence 1 · toSequence 3"
     assert job_outcome(None) == "Done."
     assert job_outcome({"nested": {"a": 1}}) == "Done."

@@ -66,14 +66,14 @@ def isolate(value: object) -> str:
 @register.filter
 def job_outcome(result: object) -> str:
     """A background job's result in one line: its ``message`` when it has one, else its
-    scalar fields but ids as ``name value`` pairs (``compactedCount 3 · fromSequence 1``)."""
+    scalar fields but ids as ``name value`` pairs by name (``compactedCount 3 · fromSequence 1``)."""
     if not isinstance(result, dict) or not result:
         return "Done."
     if isinstance(result.get("message"), str):
         return str(result["message"])
-    pairs = [
+    pairs = [  # by name: PostgreSQL's jsonb does not keep the order keys were written in
         f"{k} {v}"
-        for k, v in result.items()
+        for k, v in sorted(result.items())
         if isinstance(v, int | float | str) and not k.endswith("Id")
     ]
     return " · ".join(pairs) or "Done."
