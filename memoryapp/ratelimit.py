@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import logging
 import math
 from collections.abc import Callable
 from typing import Any
@@ -21,7 +22,8 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
-from django_ratelimit.core import get_usage
+from django_ratelimit.core import get_usage as _get_usage
+from redis.exceptions import RedisError
 
 from memoryapp.models import ApiKey
 
@@ -53,6 +55,22 @@ def client_ip(request: HttpRequest) -> str:
         except ValueError:
             continue
     return "0.0.0.0"  # no usable address (a Unix socket): all such clients count as one
+
+
+logger = logging.getLogger(__name__)
+
+
+def get_usage(request: HttpRequest, **kwargs: Any) -> dict[str, Any] | None:
+    """django-ratelimit's get_usage, with an unreachable cache counted as no limit.
+
+    The library fails open only for a failed count (RATELIMIT_FAIL_OPEN); a Redis that is
+    down raises instead, which would turn every request into a 500.
+    """
+    try:
+        return _get_usage(request, **kwargs)
+    except (OSError, RedisError) as exc:
+        logger.warning("rate limit not applied, the cache is unreachable: %s", exc)
+        return None
 
 
 class RateLimited(Exception):

@@ -21,6 +21,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.test import Client, RequestFactory
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from memoryapp.models import ApiKey, Membership, Project
 from memoryapp.ratelimit import client_ip
@@ -100,6 +101,20 @@ def test_it_limits_each_key_and_answers_429_with_retry_after(
     assert 1 <= int(limited["Retry-After"]) <= 60
     # The count is the key's: another key is not slowed down by it.
     assert outsider_api.get(f"{BASE}/threads").status_code == 200
+
+
+def test_it_lets_requests_through_when_the_cache_is_unreachable(
+    api: Api, settings: Any, monkeypatch: pytest.MonkeyPatch, client: Client
+) -> None:
+    settings.MEMORY_API_RATE_LIMIT = "1/m"
+
+    def down(*args: Any, **kwargs: Any) -> None:
+        raise RedisConnectionError("Connection refused")
+
+    monkeypatch.setattr(cache, "add", down)
+    assert [api.get(f"{BASE}/threads").status_code for _ in range(3)] == [200, 200, 200]
+    resp = client.post("/login/", {"username": "nobody", "password": "x"})
+    assert resp.status_code == 200
 
 
 def test_it_does_not_limit_when_the_setting_is_empty(api: Api, settings: Any) -> None:
