@@ -21,20 +21,24 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import F, Max, Min, Q, QuerySet
 from django.utils import timezone
 
-from memoryapp import llm, semantic
+from memoryapp import jobs, llm, semantic
 from memoryapp.errors import EpisodeNotFound, ThreadNotFound
 from memoryapp.llm.port import EpisodeExtraction, ModelError, TranscriptMessage
 from memoryapp.models import Episode, Message, Project, Thread
 from memoryapp.paging import cursor_decode, cursor_encode, cursor_time, cursor_uuid
-from memoryapp.results import EpisodeBuilt
+from memoryapp.results import EndResult, EpisodeBuilt
 
 EPISODE_FTS = "memoryapp_episode_fts"
+#: The job kind end() queues (registered in memoryapp.tasks).
+EPISODE_JOB = "episode"
 PG_SEARCH_CONFIG = "english"
 MAX_TITLE_CHARS = 200
 MAX_SUMMARY_CHARS = 20_000
@@ -43,6 +47,77 @@ MAX_SUMMARY_CHARS = 20_000
 class EpisodeJobFailed(Exception):
     """The episode job could not make its episode (the model call failed or answered
     something unusable). Nothing was written; the job records the message."""
+
+
+# --- end() ---------------------------------------------------------------------------------
+
+
+def thread_end(*, project: Project, thread_id: str | uuid.UUID) -> EndResult | None:
+    """End the current chunk of a thread: queue an episode job for its raw messages after
+    the previous end() (issue 8 item 1). Returns None when there is nothing new
+    (serializers.NOTHING_TO_EXTRACT is the 200 body). Summary rows are never part of a range.
+
+    Raises ThreadNotFound for a malformed id, a missing thread or another project's.
+    """
+    pk = _thread_pk(thread_id)
+    with transaction.atomic():
+        thread = Thread.objects.select_for_update().filter(pk=pk, project=project).first()
+        if thread is None:
+            raise ThreadNotFound()
+        bounds = Message.objects.filter(
+            thread=thread, is_summary=False, sequence_number__gt=thread.episode_through
+        ).aggregate(first=Min("sequence_number"), last=Max("sequence_number"))
+        if bounds["first"] is None:
+            # Only summary rows (or nothing) since the last end(): skip past them so the
+            # idle check does not look at this thread again.
+            if thread.next_sequence - 1 > thread.episode_through:
+                thread.episode_through = thread.next_sequence - 1
+                thread.save(update_fields=["episode_through"])
+            return None
+        first, last = int(bounds["first"]), int(bounds["last"])
+        thread.episode_through = last
+        thread.save(update_fields=["episode_through"])
+        job = jobs.job_enqueue(
+            project=project,
+            kind=EPISODE_JOB,
+            thread=thread,
+            args={"fromSequence": first, "toSequence": last},
+        )
+    return EndResult(
+        job_id=str(job.pk),
+        thread_id=str(thread.pk),
+        from_sequence=first,
+        to_sequence=last,
+        status=str(job.status),
+    )
+
+
+def threads_end_idle(*, now: datetime | None = None) -> list[EndResult]:
+    """End every thread silent for its project's idle time (``Project.auto_end_idle_minutes``,
+    or MEMORY_AUTO_END_IDLE_MINUTES when that is null; 0 = off, the default) that has raw
+    messages after its last end(). Returns what was queued. Run periodically by
+    ``manage.py end_idle_threads``."""
+    now = now or timezone.now()
+    default = int(getattr(settings, "MEMORY_AUTO_END_IDLE_MINUTES", 0) or 0)
+    ended: list[EndResult] = []
+    for project in Project.objects.all():
+        minutes = project.auto_end_idle_minutes
+        minutes = default if minutes is None else minutes
+        if not minutes:
+            continue
+        idle = Thread.objects.filter(
+            project=project,
+            last_message_at__lt=now - timedelta(minutes=minutes),
+            next_sequence__gt=F("episode_through") + 1,
+        ).values_list("pk", flat=True)
+        for pk in list(idle):
+            try:
+                result = thread_end(project=project, thread_id=pk)
+            except ThreadNotFound:  # deleted meanwhile
+                continue
+            if result is not None:
+                ended.append(result)
+    return ended
 
 
 def _thread_pk(thread_id: str | uuid.UUID) -> uuid.UUID:

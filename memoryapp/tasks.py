@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from memoryapp import compaction, serializers
+from memoryapp import compaction, episodic, serializers
 from memoryapp.errors import ThreadNotFound
 from memoryapp.jobs import job_kind
 from memoryapp.models import Job
 
 COMPACTION = "compaction"
+EPISODE = episodic.EPISODE_JOB
 
 
 @job_kind(COMPACTION, key=lambda args: f"through:{args['throughSequence']}")
@@ -35,3 +36,24 @@ def compaction_job(job: Job) -> dict[str, Any]:
     if result is None:
         return dict(serializers.NOTHING_TO_COMPACT)
     return serializers.compaction_to_dict(result)
+
+
+@job_kind(EPISODE, key=lambda args: f"episode:{args['fromSequence']}-{args['toSequence']}")
+def episode_job(job: Job) -> dict[str, Any]:
+    """The episode job end() queues (issue 8 items 1-2; memoryapp.episodic.episode_build).
+
+    Args: ``{"fromSequence": A, "toSequence": B}``, the thread's raw messages A..B. Writes
+    one episode with its facts and entities in one transaction after one model call.
+    Idempotency: the episode starting at A is written at most once; a second run finds it
+    and writes nothing. Result: ``{"episodeId", "created", "factsCreated",
+    "factsMerged", "factsInvalidated"}``. A failed or unusable model answer fails the job
+    (``Model call failed (<kind>): ...``) with nothing written.
+    """
+    if job.thread_id is None:
+        raise ThreadNotFound()
+    built = episodic.episode_build(
+        thread_id=job.thread_id,
+        from_sequence=int(job.args["fromSequence"]),
+        to_sequence=int(job.args["toSequence"]),
+    )
+    return serializers.episode_built_to_dict(built)

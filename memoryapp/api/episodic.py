@@ -10,7 +10,7 @@ import uuid
 from typing import Annotated, Any
 
 from django.http import HttpRequest
-from ninja import Query, Router, Schema
+from ninja import Query, Router, Schema, Status
 from pydantic import Field
 
 from memoryapp import episodic, serializers
@@ -72,6 +72,21 @@ class EpisodeListQuery(Schema):
     threadId: uuid.UUID | None = None
     limit: Annotated[int, Field(ge=1, le=100)] = 20
     cursor: Cursor | None = None
+
+
+@end_router.post(
+    "/threads/{thread_id}/end",
+    response={202: EndOut, 200: NothingToExtractOut, **ERRORS},
+    summary="End the current chunk: queue its episode and extraction",
+)
+def end_thread(request: HttpRequest, thread_id: str) -> Status[dict[str, Any]]:
+    """Queues one job that writes an episode for the messages since the last end() and
+    extracts facts and entities from them; poll ``GET /v1/memory/jobs/{jobId}``. The
+    thread stays writable. Nothing new: 200 ``{"ok": true, "queued": false, ...}``."""
+    result = episodic.thread_end(project=_project(request), thread_id=thread_id)
+    if result is None:
+        return Status(200, dict(serializers.NOTHING_TO_EXTRACT))
+    return Status(202, serializers.end_to_dict(result))
 
 
 @router.get("/episodes", response={200: EpisodeListOut, **ERRORS}, summary="List episodes")

@@ -1,0 +1,225 @@
+"""POST .../threads/{id}/end and the episode job it queues, through /v1 (issue 8 "Must
+show"; memoryapp/episodic.py thread_end, memoryapp/tasks.py episode job)."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from memoryapp import compaction, episodic, jobs
+from memoryapp.models import Entity, Episode, Fact, Job, Project, Thread
+from tests.conftest import BASE, Api, Clock
+from tests.fakes.fixtures import fake_gemini_fixture  # noqa: F401  (registers fake_gemini)
+from tests.fakes.gemini_server import FakeGeminiServer, FakeResponse, text_response
+
+MEMORY = "/v1/memory"
+
+
+@pytest.fixture
+def end(django_capture_on_commit_callbacks: Any) -> Any:
+    """POST .../end and run the job it queued (the immediate backend runs on commit)."""
+
+    def call(api: Api, thread_id: str) -> Any:
+        with django_capture_on_commit_callbacks(execute=True):
+            return api.post(f"{BASE}/threads/{thread_id}/end")
+
+    return call
+
+
+def _say(api: Api, thread_id: str, *lines: str, role: str = "user") -> list[str]:
+    ids = []
+    for line in lines:
+        resp = api.append(thread_id, line, role=role)
+        assert resp.status_code == 201, resp.content
+        ids.append(resp.json()["messageId"])
+    return ids
+
+
+def _facts(api: Api, **params: Any) -> list[dict[str, Any]]:
+    resp = api.get(f"{MEMORY}/semantic/facts", **params)
+    assert resp.status_code == 200, resp.content
+    return list(resp.json()["facts"])
+
+
+def test_it_remembers_a_car_across_two_threads_of_one_dataset(
+    api: Api, outsider_api: Api, end: Any, clock: Clock
+) -> None:
+    first = api.create_thread(dataset="user_42")["threadId"]
+    car, _sister = _say(api, first, "I drive a Honda Civic", "my sister is Mara")
+    _say(api, first, "Noted!", role="assistant")
+
+    resp = end(api, first)
+
+    assert resp.status_code == 202
+    body = resp.json()
+    assert body == {
+        "jobId": body["jobId"],
+        "threadId": first,
+        "fromSequence": 1,
+        "toSequence": 3,
+        "status": "queued",
+    }
+    job = api.get(f"{MEMORY}/jobs/{body['jobId']}").json()
+    (episode,) = api.get(f"{MEMORY}/episodic/episodes", dataset="user_42").json()["episodes"]
+    assert (job["kind"], job["status"], job["error"]) == ("episode", "succeeded", None)
+    assert job["result"] == {
+        "episodeId": episode["episodeId"],
+        "created": True,
+        "factsCreated": 2,
+        "factsMerged": 0,
+        "factsInvalidated": 0,
+    }
+    second = api.create_thread(dataset="user_42")["threadId"]
+    assert api.get(f"{BASE}/threads/{second}").status_code == 200
+    (fact,) = _facts(api, dataset="user_42", entity="Honda Civic")
+    assert (fact["text"], fact["sourceMessageIds"], fact["episodeId"], fact["threadId"]) == (
+        "The user drives a Honda Civic.",
+        [car],
+        episode["episodeId"],
+        first,
+    )
+    assert (episode["fromSequence"], episode["toSequence"]) == (1, 3)
+    assert _facts(api, dataset="someone_else") == []
+    assert api.get(f"{MEMORY}/episodic/episodes", dataset="someone_else").json()["episodes"] == []
+    assert _facts(outsider_api, dataset="user_42") == []
+    assert outsider_api.post(f"{BASE}/threads/{first}/end").json() == {"error": "Thread not found"}
+    foreign = outsider_api.get(f"{MEMORY}/jobs/{body['jobId']}")
+    assert foreign.status_code == 404
+
+
+def test_it_invalidates_the_civic_by_the_prius_and_merges_a_reworded_prius(
+    api: Api, end: Any, clock: Clock
+) -> None:
+    first = api.create_thread(dataset="user_42")["threadId"]
+    _say(api, first, "I drive a Honda Civic")
+    end(api, first)
+    clock.set("2026-08-20T10:00:00.000Z")
+    second = api.create_thread(dataset="user_42")["threadId"]
+    (sold,) = _say(api, second, "I sold the Civic, I drive a Prius now")
+    end(api, second)
+
+    current = _facts(api, dataset="user_42")
+    every = _facts(api, dataset="user_42", includeInvalidated="true")
+
+    prius = next(f for f in current if f["value"] == "Prius")
+    civic = next(f for f in every if f["value"] == "Honda Civic")
+    assert [f["value"] for f in current if f["attribute"] == "car"] == ["Prius"]
+    assert (civic["invalidatedBy"], civic["invalidatedAt"]) == (
+        prius["factId"],
+        "2026-08-20T10:00:00.000Z",
+    )
+    assert prius["sourceMessageIds"] == [sold]
+    assert len(every) == len(current) + 1
+
+    third = api.create_thread(dataset="user_42")["threadId"]
+    (again,) = _say(api, third, "I drive a Toyota Prius")
+    resp = end(api, third)
+    job = api.get(f"{MEMORY}/jobs/{resp.json()['jobId']}").json()
+
+    assert (job["result"]["factsCreated"], job["result"]["factsMerged"]) == (0, 1)
+    assert _facts(api, dataset="user_42", includeInvalidated="true") == [
+        {**f, "sourceMessageIds": [sold, again]} if f["factId"] == prius["factId"] else f
+        for f in every
+    ]
+
+
+def test_it_makes_one_episode_when_end_is_called_twice_with_nothing_new(api: Api, end: Any) -> None:
+    thread = api.create_thread(dataset="user_42")["threadId"]
+    _say(api, thread, "I live in Lisbon")
+    assert end(api, thread).status_code == 202
+
+    again = end(api, thread)
+
+    assert (again.status_code, again.json()) == (
+        200,
+        {"ok": True, "queued": False, "message": "Nothing to extract"},
+    )
+    assert Episode.objects.count() == 1
+    _say(api, thread, "I moved to Porto")  # the thread stays writable
+    later = end(api, thread).json()
+    assert (later["fromSequence"], later["toSequence"]) == (2, 2)
+    assert Episode.objects.count() == 2
+
+
+def test_it_leaves_compaction_summaries_out_of_every_range(api: Api, end: Any) -> None:
+    thread = api.create_thread(dataset="user_42")["threadId"]
+    _say(api, thread, "I live in Lisbon", "my dog is Rex")
+    compaction.compact(thread_id=thread)  # the summary row is sequence 3
+    assert end(api, thread).json()["toSequence"] == 2
+    assert end(api, thread).json()["queued"] is False
+    _say(api, thread, "I work at Acme Corp")
+    assert (end(api, thread).json()["fromSequence"]) == 4
+    assert Thread.objects.get(pk=thread).episode_through == 4
+
+
+def test_it_answers_404_for_a_missing_or_malformed_thread(api: Api) -> None:
+    for thread_id in ("00000000-0000-0000-0000-000000000000", "nope"):
+        resp = api.post(f"{BASE}/threads/{thread_id}/end")
+        assert (resp.status_code, resp.json()) == (404, {"error": "Thread not found"})
+
+
+def test_it_records_why_a_malformed_gemini_answer_failed_and_succeeds_on_retry(
+    api: Api, end: Any, fake_gemini: FakeGeminiServer, django_capture_on_commit_callbacks: Any
+) -> None:
+    thread = api.create_thread(dataset="user_42")["threadId"]
+    _say(api, thread, "I drive a Honda Civic")
+    fake_gemini.enqueue(FakeResponse(body=text_response('{"title": "x", "facts": ')))
+
+    job_id = end(api, thread).json()["jobId"]
+
+    job = api.get(f"{MEMORY}/jobs/{job_id}").json()
+    assert job["status"] == "failed"
+    assert "Model call failed (bad_response)" in job["error"]
+    assert "not JSON" in job["error"]
+    assert (Episode.objects.count(), Fact.objects.count(), Entity.objects.count()) == (0, 0, 0)
+    (request,) = fake_gemini.requests
+    assert "responseJsonSchema" in request.generation_config
+
+    answer = {
+        "title": "Car",
+        "summary": "The user drives a Honda Civic.",
+        "quotedSequences": [1],
+        "facts": [
+            {
+                "text": "The user drives a Honda Civic.",
+                "subject": "user",
+                "attribute": "car",
+                "value": "Honda Civic",
+                "singleValued": True,
+                "sourceSequences": [1],
+            }
+        ],
+        "entities": [{"name": "Honda Civic", "kind": "product"}],
+    }
+    fake_gemini.enqueue(FakeResponse(body=text_response(json.dumps(answer))))
+    with django_capture_on_commit_callbacks(execute=True):
+        jobs.job_retry(job=Job.objects.get(pk=job_id))
+
+    assert api.get(f"{MEMORY}/jobs/{job_id}").json()["status"] == "succeeded"
+    assert [f["value"] for f in _facts(api, dataset="user_42")] == ["Honda Civic"]
+
+
+def test_it_ends_threads_silent_for_the_projects_idle_time(
+    api: Api, project: Project, clock: Clock, settings: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    quiet = api.create_thread(dataset="user_42")["threadId"]
+    _say(api, quiet, "I live in Lisbon")
+    assert episodic.threads_end_idle() == []  # off by default
+
+    settings.MEMORY_AUTO_END_IDLE_MINUTES = 30
+    clock.now += timedelta(minutes=20)
+    busy = api.create_thread(dataset="user_42")["threadId"]
+    _say(api, busy, "I work at Acme Corp")
+    clock.now += timedelta(minutes=11)
+    with django_capture_on_commit_callbacks(execute=True):
+        (ended,) = episodic.threads_end_idle()
+
+    assert (ended.thread_id, ended.from_sequence, ended.to_sequence) == (quiet, 1, 1)
+    assert episodic.threads_end_idle() == []
+    Project.objects.filter(pk=project.pk).update(auto_end_idle_minutes=0)
+    clock.now += timedelta(hours=1)
+    assert episodic.threads_end_idle() == []
+    assert str(Episode.objects.get().thread_id) == quiet
