@@ -53,6 +53,9 @@ def _facts(*contents: str) -> list[tuple[str, str, str, bool]]:
         ("I hate cilantro.", ("user", "dislikes", "cilantro", False)),
         ("I have two dogs and a parrot.", ("user", "has", "dogs", False)),
         ("My birthday is on June 4.", ("user", "birthday", "June 4", True)),
+        ("I'm allergic to peanuts, sadly.", ("user", "allergic to", "peanuts", False)),
+        ("I'm vegetarian, so no meat.", ("user", "diet", "vegetarian", True)),
+        ("I work remotely as a data analyst.", ("user", "job", "data analyst", True)),
     ],
 )
 def test_it_finds_attribute_facts_in_general_first_person_statements(
@@ -104,6 +107,8 @@ def test_it_reads_a_speaker_label_as_the_subject() -> None:
         ("I really enjoy watching birds", "Ana", "Ana really enjoys watching birds."),
         ("I went to the museum and I loved it", "Ana", "Ana went to the museum and Ana loved it."),
         ("I try to go every week", "Ana", "Ana tries to go every week."),
+        ("I also need a visa", "Ana", "Ana also needs a visa."),
+        ("we'll visit my parents", "Ana", "Ana and others will visit Ana's parents."),
     ],
 )
 def test_it_rewrites_a_clause_in_the_third_person(clause: str, speaker: str, expected: str) -> None:

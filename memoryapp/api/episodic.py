@@ -109,5 +109,6 @@ def list_episodes(request: HttpRequest, filters: Query[EpisodeListQuery]) -> dic
     "/episodes/{episode_id}", response={200: EpisodeOut, **ERRORS}, summary="Get an episode"
 )
 def get_episode(request: HttpRequest, episode_id: str) -> dict[str, Any]:
+    """One episode of the key's project; 404 "Episode not found" for any other id."""
     episode = episodic.episode_get(project=_project(request), episode_id=episode_id)
     return serializers.episode_to_dict(episode)

@@ -194,7 +194,7 @@ _PATTERNS = [
         kind="place",
     ),
     _p(rf"\bI'm from {_VALUE}", "from", single=True, kind="place"),
-    _p(rf"{_I} work as (?:a |an )?{_VALUE}", "job", single=True),
+    _p(rf"{_I} work (?:\w+ly )?as (?:a |an )?{_VALUE}", "job", single=True),
     _p(
         r"\bmy (?:job|profession|occupation) is (?:a |an |being a |being an )?" + _VALUE,
         "job",
@@ -205,7 +205,14 @@ _PATTERNS = [
         "job",
         single=True,
     ),
-    _p(rf"{_I} work (?:at|for) {_VALUE}", "works at", single=True, kind="organisation"),
+    _p(rf"{_I} work (?:\w+ly )?(?:at|for) {_VALUE}", "works at", single=True, kind="organisation"),
+    _p(rf"\bI(?:'m| am) (?:severely |very |mildly )?allergic to {_VALUE}", "allergic to", single=False),
+    _p(
+        r"\bI(?:'m| am) (?:a |an )?(?:strict )?(?P<value>vegetarian|vegan|pescatarian|"
+        r"gluten[- ]free|lactose[- ]intolerant|kosher|halal)\b",
+        "diet",
+        single=True,
+    ),
     _p(
         rf"{_I} (?:study|am studying|'m studying|major in|am majoring in) {_VALUE}",
         "studies",
@@ -345,10 +352,15 @@ _NO_AGREEMENT = frozenset(
 )
 
 
+# Present-tense verbs that end like a past tense.
+_BASE_ED = frozenset(_words("need feed seed bleed breed speed proceed succeed exceed heed weed embed"))
+
+
 def _third_person_verb(verb: str) -> str:
     if verb in _IRREGULAR_PRESENT:
         return _IRREGULAR_PRESENT[verb]
-    if verb in _NO_AGREEMENT or verb.endswith("ed") or verb.endswith("ing"):
+    past = verb.endswith("ed") and verb not in _BASE_ED
+    if verb in _NO_AGREEMENT or past or verb.endswith("ing"):
         return verb
     if re.search(r"(?:s|sh|ch|x|z|o)$", verb):
         return verb + "es"
@@ -374,6 +386,8 @@ def third_person(clause: str, speaker: str) -> str:
     # "we" has no single subject; it keeps the speaker in the sentence.
     text = re.sub(r"\bwe're\b", f"{name} and others are", text, flags=re.IGNORECASE)
     text = re.sub(r"\bwe've\b", f"{name} and others have", text, flags=re.IGNORECASE)
+    text = re.sub(r"\bwe'll\b", f"{name} and others will", text, flags=re.IGNORECASE)
+    text = re.sub(r"\bwe'd\b", f"{name} and others would", text, flags=re.IGNORECASE)
     text = re.sub(r"\b(?:we|us)\b", f"{name} and others", text, flags=re.IGNORECASE)
     text = re.sub(r"\bour\b", f"{name}'s", text, flags=re.IGNORECASE)
     text = text.strip()
