@@ -180,3 +180,11 @@ def test_it_serialises_a_fact_in_the_issue_shape(project: Project, clock: Clock)
         "invalidatedAt": None,
         "invalidatedBy": None,
     }
+
+
+def test_it_invalidates_within_one_episode_in_message_order(project: Project, clock: Clock) -> None:
+    _episode(_thread(project), "I live in Oslo", "Actually I moved to Bergen")
+
+    oslo, bergen = Fact.objects.get(value="Oslo"), Fact.objects.get(value="Bergen")
+    assert (oslo.invalidated_by, bergen.invalidated_at) == (bergen, None)
+    assert list(Fact.objects.current().filter(attribute="lives in")) == [bergen]
