@@ -47,6 +47,9 @@ def throwaway_database(engine: str, postgres_url: str = DEFAULT_POSTGRES_URL) ->
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryapp.settings")
     os.environ["MEMORY_LLM_ADAPTER"] = "offline"
     os.environ["DEBUG"] = "false"  # no per-query log kept in memory
+    # Production settings redirect plain HTTP to HTTPS; a bench speaks plain HTTP on
+    # loopback, as the service does behind a TLS-terminating proxy.
+    os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
     os.environ.setdefault("SECRET_KEY", "bench-only-" + secrets.token_hex(16))
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     # WhiteNoise warns on every client when collectstatic never ran; irrelevant to /v1.

@@ -143,11 +143,23 @@ def _fields() -> list[Any]:
     return [by_column[c] for c in MESSAGE_COLUMNS]
 
 
-def message_insert(message: Message) -> None:
-    """INSERT one message row with every column (one statement, no RETURNING)."""
-    params = [
+def message_params(message: Message) -> list[Any]:
+    """The INSERT's parameters for ``message``, as the ORM would adapt them.
+
+    Built before the append's transaction starts, so the thread's lock is held only for
+    the statements themselves; ``sequence_number`` is filled in by message_insert.
+    """
+    return [
         field.get_db_prep_save(getattr(message, field.attname), connection) for field in _fields()
     ]
+
+
+_SEQUENCE_AT = MESSAGE_COLUMNS.index("sequence_number")
+
+
+def message_insert(params: list[Any], *, sequence: int) -> None:
+    """INSERT one message row (params from message_params) numbered ``sequence``."""
+    params[_SEQUENCE_AT] = sequence
     with connection.cursor() as cursor:
         cursor.execute(_insert_sql(connection.vendor), params)
 

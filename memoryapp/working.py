@@ -261,6 +261,7 @@ def message_append(
         message.tokens_input = tokens["input"]
         message.tokens_output = tokens["output"]
         message.tokens_total = tokens["total"]
+    params = sql.message_params(message)
     try:
         with transaction.atomic():
             counters = sql.thread_bump(
@@ -275,8 +276,7 @@ def message_append(
                 existing = sql.message_id_by_key(thread_id=pk, idempotency_key=idempotency_key)
                 if existing is not None:
                     raise _Replay(existing)
-            message.sequence_number = counters.sequence
-            sql.message_insert(message)
+            sql.message_insert(params, sequence=counters.sequence)
     except _Replay as replay:
         first = Message.objects.get(pk=replay.message_id)
         if first.role != role or first.content != content:
@@ -286,6 +286,7 @@ def message_append(
         # Only reachable if two writers bypassed the row lock, which the lock prevents;
         # surface it as a conflict rather than a 500.
         raise IdempotencyConflict() from exc
+    message.sequence_number = counters.sequence
     message._state.adding = False
     message._state.db = transaction.get_connection().alias
     events.message_appended(message)
