@@ -1,7 +1,7 @@
 """ASGI entry point (uvicorn or daphne): HTTP on a thread pool, WebSockets through channels.
 
 HTTP requests run Django's synchronous handler on a bounded pool of long-lived threads
-(a2wsgi), not through Django's ASGI handler. Every view here is synchronous; the ASGI
+(memoryapp.wsgipool), not through Django's ASGI handler. Every view is synchronous; the ASGI
 handler gives each request a fresh thread, so each request opened a new database
 connection and paid several thread hand-offs: about 4 ms before any view ran
 (bench/bench_working.py prints that floor). Pool threads keep their connection
@@ -24,7 +24,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryapp.settings")
 django_wsgi_app = get_wsgi_application()
 
 # Imported after Django is set up: routing pulls in consumers, which import models.
-from a2wsgi import WSGIMiddleware  # noqa: E402
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
@@ -32,12 +31,10 @@ from django.conf import settings  # noqa: E402
 
 from memoryapp.errors import BODY_TOO_LARGE, error_body  # noqa: E402
 from memoryapp.events import loop_sender  # noqa: E402
+from memoryapp.wsgipool import PooledWsgi  # noqa: E402
 from playground.routing import websocket_urlpatterns  # noqa: E402
 
-_pooled_http = WSGIMiddleware(
-    django_wsgi_app,  # type: ignore[arg-type]  # Django's responses are iterables of bytes
-    workers=int(settings.HTTP_WORKER_THREADS),
-)
+_pooled_http = PooledWsgi(django_wsgi_app, workers=int(settings.HTTP_WORKER_THREADS))
 
 
 # Largest body read at all; Django refuses anything over DATA_UPLOAD_MAX_MEMORY_SIZE with
@@ -93,16 +90,7 @@ async def http_application(scope: dict[str, Any], receive: Any, send: Any) -> No
         return
     if body is None:  # the client left before sending its whole request
         return
-    delivered = False
-
-    async def replay() -> dict[str, Any]:
-        nonlocal delivered
-        if not delivered:
-            delivered = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()  # after the body: only http.disconnect can come
-
-    await _pooled_http(scope, replay, send)  # type: ignore[arg-type]
+    await _pooled_http(scope, body, send)
 
 
 application = ProtocolTypeRouter(

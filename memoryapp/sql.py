@@ -10,7 +10,12 @@ would (UUIDs as hex on SQLite, JSON, datetimes). memoryapp.working owns the tran
 
 from __future__ import annotations
 
+import fcntl
+import os
+import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -69,6 +74,37 @@ class WindowHead:
     summary_from: int | None
     summary_to: int | None
     summary_content: str | None
+
+
+_lock_files = threading.local()
+
+
+@contextmanager
+def writers_queue() -> Iterator[None]:
+    """Queue this thread behind the other appenders of the database (SQLite only).
+
+    SQLite makes a writer that finds the database locked sleep and retry (1, 2, 5, 10 ms
+    and longer), so with several processes appending at once most of the time went to
+    sleeping while the lock was already free again (213 appends/s from 4 processes).
+    An exclusive flock on a file beside the database queues appenders in the kernel
+    instead, each woken the moment the one before it is done; the IMMEDIATE transaction
+    inside still guards correctness. Each thread has its own open file, so threads of one
+    process queue as processes do. PostgreSQL queues on the thread row's lock by itself:
+    nothing to do there, nor for an in-memory database.
+    """
+    name = str(connection.settings_dict["NAME"])
+    if connection.vendor != "sqlite" or name == ":memory:" or name.startswith("file:"):
+        yield
+        return
+    files: dict[str, int] = _lock_files.__dict__.setdefault("files", {})
+    fd = files.get(name)
+    if fd is None:
+        fd = files[name] = os.open(name + ".append-lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def _q(name: str) -> str:

@@ -263,7 +263,7 @@ def message_append(
         message.tokens_total = tokens["total"]
     params = sql.message_params(message)
     try:
-        with transaction.atomic():
+        with sql.writers_queue(), transaction.atomic():
             counters = sql.thread_bump(
                 thread_id=pk,
                 project_id=project.pk if project is not None else None,

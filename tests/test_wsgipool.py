@@ -1,0 +1,79 @@
+"""memoryapp.wsgipool: Django on the pool, one hand-off each way, whole bodies both ways."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from asgiref.testing import ApplicationCommunicator
+
+from memoryapp.asgi import http_application
+from memoryapp.models import ApiKey, Message, Project, Thread
+from memoryapp.wsgipool import PooledWsgi
+from tests.test_asgi import TIMEOUT, _scope
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _thread_and_key() -> tuple[str, str]:
+    project = Project.objects.create(slug="pool", name="Pool")
+    thread = Thread.objects.create(project=project, dataset="d")
+    return str(thread.pk), ApiKey.issue(project=project, name="t")[1]
+
+
+async def _messages(communicator: ApplicationCommunicator) -> list[dict[str, Any]]:
+    out = [await communicator.receive_output(TIMEOUT)]
+    while out[-1]["type"] != "http.response.body" or out[-1].get("more_body", False):
+        out.append(await communicator.receive_output(TIMEOUT))
+    return out
+
+
+async def test_it_reads_a_chunked_body_whole_and_answers_in_two_messages() -> None:
+    thread_id, secret = await sync_to_async(_thread_and_key)()
+    scope = _scope(
+        "POST",
+        f"/v1/memory/working/threads/{thread_id}/messages",
+        [
+            (b"authorization", f"Bearer {secret}".encode()),
+            (b"content-type", b"application/json"),
+            (b"transfer-encoding", b"chunked"),  # no Content-Length, as streaming clients send
+        ],
+    )
+    body = json.dumps({"role": "user", "content": "sent in two pieces"}).encode()
+    communicator = ApplicationCommunicator(http_application, scope)
+    await communicator.send_input({"type": "http.request", "body": body[:10], "more_body": True})
+    await communicator.send_input({"type": "http.request", "body": body[10:], "more_body": False})
+
+    start, end = await _messages(communicator)
+
+    assert (start["type"], start["status"]) == ("http.response.start", 201)
+    assert (b"content-type", b"application/json; charset=utf-8") in start["headers"]
+    assert end["type"] == "http.response.body" and not end.get("more_body", False)
+    assert json.loads(end["body"])["sequenceNumber"] == 1
+    stored = await Message.objects.aget(thread_id=thread_id)
+    assert stored.content == "sent in two pieces"
+
+
+async def test_it_passes_status_headers_and_every_written_piece_through() -> None:
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        write = start_response("418 I'm a teapot", [("X-Piece", "yes"), ("Content-Type", "text/plain")])
+        write(b"written, ")
+        return [environ["wsgi.input"].read(), b" (", environ["CONTENT_LENGTH"].encode(), b")"]
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await PooledWsgi(app, workers=1)(_scope("POST", "/x"), b"body", send)
+
+    assert sent == [
+        {
+            "type": "http.response.start",
+            "status": 418,
+            "headers": [(b"x-piece", b"yes"), (b"content-type", b"text/plain")],
+        },
+        {"type": "http.response.body", "body": b"written, body (4)"},
+    ]
