@@ -167,7 +167,12 @@ def compact(
 
     Raises ModelCallFailed when the model call fails (nothing is changed; the error is
     recorded on the thread), ThreadNotFound if the thread is deleted meanwhile.
+    An agent's thread is compacted by memoryapp.agent_compaction instead (spec 004).
     """
+    if _agent_thread(thread_id):
+        from memoryapp import agent_compaction  # it builds on this module's protocol
+
+        return agent_compaction.compact(thread_id=thread_id)
     for _ in range(MAX_ATTEMPTS):
         try:
             return _run_once(
@@ -181,6 +186,10 @@ def compact(
         except ModelError as exc:
             raise ModelCallFailed(str(exc), kind=exc.kind) from exc
     return None
+
+
+def _agent_thread(thread_id: uuid.UUID) -> bool:
+    return Thread.objects.filter(pk=thread_id, agent__isnull=False).exists()
 
 
 def _claim_lease(thread_id: uuid.UUID) -> datetime | None:
@@ -227,7 +236,12 @@ def auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> AutoCompac
 
     Never raises for a model failure: the append already succeeded, the failure is
     recorded on the thread and returned as ``error``, and the next append tries again.
+    On an agent's thread the agent's budget decides (memoryapp.agent_compaction).
     """
+    if _agent_thread(thread_id):
+        from memoryapp import agent_compaction
+
+        return agent_compaction.auto_compact(thread_id=thread_id)
     runs: list[CompactionResult] = []
     error: str | None = None
     keep_from: int | None = keep_from_sequence

@@ -81,3 +81,11 @@ class JobNotRetryable(MemoryError_):
     def __init__(self, status: str) -> None:
         super().__init__(f"Only a failed job can be retried; this one is {status}")
         self.status = status
+
+
+class AgentNotFound(MemoryError_):
+    """No agent of that name in the project: 404."""
+
+
+class NoMemoryAgent(MemoryError_):
+    """The thread has no agent with memory, so it has no memory tools: 409."""

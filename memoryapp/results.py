@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from memoryapp.models import Episode, Message, Thread
 
@@ -85,10 +86,16 @@ class AppendOutcome:
 
 @dataclass(frozen=True, slots=True)
 class ContextMessage:
-    """One message of a context window, as the model receives it."""
+    """One message of a context window, as the model receives it.
+
+    On an agent's thread a recorded memory tool call carries ``tool_call`` (``{"id",
+    "name", "arguments"}``) and its result ``tool_result`` (``{"id", "name", "isError"}``),
+    spec 004; both None otherwise."""
 
     role: str
     content: str
+    tool_call: dict[str, Any] | None = None
+    tool_result: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from memoryapp.results import (
     AppendOutcome,
     CompactionResult,
     CompactionState,
+    ContextMessage,
     ContextWindow,
     EndResult,
     EpisodeBuilt,
@@ -50,6 +51,7 @@ def thread_to_dict(thread: Thread) -> dict[str, Any]:
         "tags": list(thread.tags),
         "metadata": thread.metadata,
         "autoCompactThreshold": thread.auto_compact_threshold,
+        "agent": thread.agent.name if thread.agent_id and thread.agent else None,
         "createdAt": iso_ms(thread.created),
         "lastActivityAt": iso_ms(thread.last_activity),
         "totalMessages": thread.message_total,
@@ -104,13 +106,24 @@ def message_page_to_dict(page: MessagePage) -> dict[str, Any]:
     }
 
 
+def context_message_to_dict(message: ContextMessage) -> dict[str, Any]:
+    """``{"role", "content"}`` plus ``toolCall`` / ``toolResult`` on an agent's recorded
+    memory tool call and its result (spec 004)."""
+    data: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_call is not None:
+        data["toolCall"] = message.tool_call
+    if message.tool_result is not None:
+        data["toolResult"] = message.tool_result
+    return data
+
+
 def window_to_dict(window: ContextWindow) -> dict[str, Any]:
     """The 200 body of POST .../prepare: ``{"threadId", "dataset", "messages",
     "messageCount", "truncated", "compacted"}`` plus ``"warning"`` only when there is one."""
     body: dict[str, Any] = {
         "threadId": str(window.thread_id),
         "dataset": window.dataset,
-        "messages": [{"role": m.role, "content": m.content} for m in window.messages],
+        "messages": [context_message_to_dict(m) for m in window.messages],
         "messageCount": window.message_count,
         "truncated": window.truncated,
         "compacted": window.compacted,

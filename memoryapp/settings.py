@@ -225,6 +225,16 @@ MEMORY_AUTO_END_IDLE_MINUTES = env_int("MEMORY_AUTO_END_IDLE_MINUTES", 0)
 # Gemini 2.5 Flash's paid-tier text prices; the offline adapter always costs 0.
 MEMORY_PRICE_INPUT_PER_MTOK = env_float("MEMORY_PRICE_INPUT_PER_MTOK", 0.30)
 MEMORY_PRICE_OUTPUT_PER_MTOK = env_float("MEMORY_PRICE_OUTPUT_PER_MTOK", 2.50)
+# Agent memory (spec 004). The store cap is UTF-8 bytes of names, descriptions and
+# contents across one thread's notes; the flat fee is per memory tool call, errors included.
+MEMORY_NOTES_STORE_CAP_BYTES = env_int("MEMORY_NOTES_STORE_CAP_BYTES", 1024 * 1024)
+MEMORY_AGENT_DEFAULT_MAX_OPEN_TOKENS = 4000
+MEMORY_AGENT_DEFAULT_MAX_TOKENS = env_int("MEMORY_AGENT_DEFAULT_MAX_TOKENS", 16000)
+# An agent's oldest verbatim message may age this many messages before a forced checkpoint.
+MEMORY_AGENT_MAX_VERBATIM_MESSAGES = env_int("MEMORY_AGENT_MAX_VERBATIM_MESSAGES", 200)
+MEMORY_PRICE_MEMORY_ACCESS = env_float("MEMORY_PRICE_MEMORY_ACCESS", 0.0001)
+# Model rounds one playground turn may spend on tool calls before it is stopped.
+MEMORY_AGENT_MAX_TOOL_ROUNDS = env_int("MEMORY_AGENT_MAX_TOOL_ROUNDS", 6)
 
 LOGGING = {
     "version": 1,

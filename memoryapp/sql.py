@@ -53,12 +53,15 @@ class Counters:
     """The thread's counters right after an append took its number.
 
     ``sequence`` is the number this append got; ``uncompacted`` the un-compacted ordinary
-    messages including it; ``threshold`` the autoCompactThreshold (None: disabled).
+    messages including it; ``threshold`` the autoCompactThreshold (None: disabled);
+    ``has_agent`` whether the thread belongs to an agent (spec 004: it compacts by the
+    agent's token budget instead).
     """
 
     sequence: int
     uncompacted: int
     threshold: int | None
+    has_agent: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +73,7 @@ class WindowHead:
     next_sequence: int
     uncompacted_count: int
     threshold: int | None
+    agent_id: int | None
     summary_id: uuid.UUID | None
     summary_from: int | None
     summary_to: int | None
@@ -131,7 +135,7 @@ def _bump_sql(vendor: str, scoped: bool) -> str:
         "tokens_input = tokens_input + %s, tokens_output = tokens_output + %s, "
         "tokens_total = tokens_total + %s, messages_with_tokens = messages_with_tokens + %s "
         f"WHERE id = %s{scope} "
-        "RETURNING next_sequence, uncompacted_count, auto_compact_threshold"
+        "RETURNING next_sequence, uncompacted_count, auto_compact_threshold, agent_id"
     )
 
 
@@ -163,7 +167,9 @@ def thread_bump(
         row = cursor.fetchone()
     if row is None:
         return None
-    return Counters(sequence=int(row[0]) - 1, uncompacted=int(row[1]), threshold=row[2])
+    return Counters(
+        sequence=int(row[0]) - 1, uncompacted=int(row[1]), threshold=row[2], has_agent=row[3] is not None
+    )
 
 
 @cache
@@ -219,7 +225,7 @@ def _head_sql(vendor: str, scoped: bool) -> str:
     scope = " AND t.project_id = %s" if scoped else ""
     return (
         "SELECT t.id, t.dataset, t.next_sequence, t.uncompacted_count, "
-        "t.auto_compact_threshold, s.id, s.covers_from_sequence, s.covers_to_sequence, "
+        "t.auto_compact_threshold, t.agent_id, s.id, s.covers_from_sequence, s.covers_to_sequence, "
         f"s.content FROM {t} t LEFT JOIN {m} s ON s.id = t.active_summary_id "
         f"WHERE t.id = %s{scope}"
     )
@@ -242,30 +248,42 @@ def window_head(*, thread_id: uuid.UUID, project_id: int | None) -> WindowHead |
         next_sequence=int(row[2]),
         uncompacted_count=int(row[3]),
         threshold=row[4],
-        summary_id=None if row[5] is None else _uuid(row[5]),
-        summary_from=row[6],
-        summary_to=row[7],
-        summary_content=row[8],
+        agent_id=row[5],
+        summary_id=None if row[6] is None else _uuid(row[6]),
+        summary_from=row[7],
+        summary_to=row[8],
+        summary_content=row[9],
     )
 
 
 @cache
-def _tail_sql(vendor: str) -> str:
+def _tail_sql(vendor: str, with_metadata: bool) -> str:
     m = _q(Message._meta.db_table)
+    extra = f", {m}.{_q('metadata')}" if with_metadata else ""
     # The predicate written as the ORM writes it, so the partial index
     # message_live_tail_idx (compacted_at IS NULL AND NOT is_summary) serves it on both
     # databases: SQLite matches an index's WHERE term by term.
     return (
-        f"SELECT {m}.{_q('role')}, {m}.{_q('content')} FROM {m} "
+        f"SELECT {m}.{_q('role')}, {m}.{_q('content')}{extra} FROM {m} "
         f"WHERE ({m}.{_q('compacted_at')} IS NULL AND NOT {m}.{_q('is_summary')} "
         f"AND {m}.{_q('sequence_number')} < %s AND {m}.{_q('thread_id')} = %s) "
         f"ORDER BY {m}.{_q('sequence_number')} DESC LIMIT %s"
     )
 
 
-def tail_read(*, thread_id: uuid.UUID, before: int, limit: int) -> list[tuple[str, str]]:
+def tail_read(
+    *, thread_id: uuid.UUID, before: int, limit: int, with_metadata: bool = False
+) -> list[tuple[str, str, dict[str, Any] | None]]:
     """The newest ``limit`` un-compacted ordinary messages numbered below ``before``, as
-    ``(role, content)``, newest first (one statement on message_live_tail_idx)."""
+    ``(role, content, metadata)``, newest first (one statement on message_live_tail_idx).
+    ``metadata`` is read only ``with_metadata`` (an agent's thread: its memory tool calls
+    and results, spec 004), else None."""
     with connection.cursor() as cursor:
-        cursor.execute(_tail_sql(connection.vendor), [before, _db_uuid(thread_id), limit])
-        return [(role, content) for role, content in cursor.fetchall()]
+        cursor.execute(
+            _tail_sql(connection.vendor, with_metadata), [before, _db_uuid(thread_id), limit]
+        )
+        rows = cursor.fetchall()
+    if not with_metadata:
+        return [(role, content, None) for role, content in rows]
+    field = Message._meta.get_field("metadata")
+    return [(r[0], r[1], field.from_db_value(r[2], None, connection)) for r in rows]  # type: ignore[arg-type]

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from memoryapp import events, sql
 from memoryapp.errors import IdempotencyConflict, InvalidInput, ThreadNotFound
-from memoryapp.models import Message, Project, Thread, ThreadTag
+from memoryapp.models import Agent, Message, Project, Thread, ThreadTag
 from memoryapp.results import (
     AppendResult,
     CompactionState,
@@ -61,11 +61,13 @@ def thread_create(
     tags: list[str] | None = None,
     metadata: dict[str, Any] | None = None,
     auto_compact_threshold: int | None = None,
+    agent: Agent | None = None,
 ) -> Thread:
     """Create a thread in ``project`` and return it.
 
     ``dataset`` is the user scope recall searches within; ``auto_compact_threshold`` None
-    disables automatic compaction (spec 000 "Threads").
+    disables automatic compaction (spec 000 "Threads"). ``agent`` makes it that agent's
+    thread (spec 004): it compacts by the agent's budget and holds the agent's notes.
     """
     clean = _clean_tags(tags or [])
     with transaction.atomic():
@@ -75,6 +77,7 @@ def thread_create(
             tags=clean,
             metadata=metadata or {},
             auto_compact_threshold=auto_compact_threshold,
+            agent=agent,
         )
         ThreadTag.objects.bulk_create([ThreadTag(thread=thread, name=t) for t in clean])
     events.thread_changed(thread)
@@ -98,7 +101,7 @@ def thread_get(*, project: Project, thread_id: str | uuid.UUID, with_summary: bo
     thread alike, so the answer never reveals that a thread exists elsewhere.
     """
     pk = _thread_pk(thread_id)
-    qs = Thread.objects.all()
+    qs = Thread.objects.select_related("agent")
     if with_summary:
         qs = qs.select_related("active_summary")
     try:
@@ -193,7 +196,7 @@ def thread_list(
     if cursor:
         created, last_id = _decode_cursor(cursor)
         qs = qs.filter(created__lte=created).exclude(created=created, id__gte=last_id)
-    rows = list(qs.order_by("-created", "-id")[: limit + 1])
+    rows = list(qs.select_related("agent").order_by("-created", "-id")[: limit + 1])
     next_cursor = _encode_cursor(rows[limit - 1]) if len(rows) > limit else None
     return rows[:limit], next_cursor
 
@@ -218,7 +221,7 @@ def message_append(
     tokens: dict[str, int] | None = None,
     model: str | None = None,
     latency_ms: int | None = None,
-    metadata: dict[str, str] | None = None,
+    metadata: dict[str, Any] | None = None,
     idempotency_key: str | None = None,
 ) -> AppendResult:
     """Append a message to ``thread`` and return what was stored (spec 002, POST messages).
@@ -290,7 +293,11 @@ def message_append(
     message._state.adding = False
     message._state.db = transaction.get_connection().alias
     events.message_appended(message)
-    due = counters.threshold is not None and counters.uncompacted >= counters.threshold
+    # An agent's thread compacts by the agent's token budget, which only
+    # memoryapp.agent_compaction can judge: every append lets it look (spec 004).
+    due = counters.has_agent or (
+        counters.threshold is not None and counters.uncompacted >= counters.threshold
+    )
     return AppendResult(message=message, compaction_due=due)
 
 
@@ -333,13 +340,18 @@ def message_list(
 
 def _window_read(
     pk: uuid.UUID, project_id: int | None, limit: int
-) -> tuple[sql.WindowHead, list[tuple[str, str]]]:
+) -> tuple[sql.WindowHead, list[tuple[str, str, dict[str, Any] | None]]]:
     attempt = 1
     while True:
         head = sql.window_head(thread_id=pk, project_id=project_id)
         if head is None:
             raise ThreadNotFound()
-        tail = sql.tail_read(thread_id=pk, before=head.next_sequence, limit=limit)
+        tail = sql.tail_read(
+            thread_id=pk,
+            before=head.next_sequence,
+            limit=limit,
+            with_metadata=head.agent_id is not None,
+        )
         if len(tail) >= min(head.uncompacted_count, limit) or attempt == PREPARE_ATTEMPTS:
             return head, tail
         attempt += 1
@@ -370,11 +382,19 @@ def prepare(
     under that race; at most PREPARE_ATTEMPTS rounds). Rows appended after the thread row
     was read are left out by the ``next_sequence`` bound, so a full-length tail is the
     window as of that one read.
+
+    On an agent's thread (spec 004) the summary is the checkpoint's context block, tail
+    messages carry their memory tool call or result, and a result at the head of the
+    window whose call was cut off is left out with it.
     """
     pk = thread.pk if isinstance(thread, Thread) else _thread_pk(thread)
     project_id = project.pk if project is not None else None
     head, tail = _window_read(pk, project_id, message_limit)
     tail.reverse()
+    if tail and tail[0][2] and "toolResult" in tail[0][2]:
+        # A call and its result are adjacent rows (memoryapp.notes.tool_run), so the only
+        # split a window can make is a result at its head: leave it out.
+        tail = tail[1:]
     summary = None
     if head.summary_id is not None:
         summary = WindowSummary(
@@ -387,10 +407,19 @@ def prepare(
         thread_id=head.thread_id,
         dataset=head.dataset,
         summary=summary,
-        tail=tuple(ContextMessage(role, content) for role, content in tail),
+        tail=tuple(
+            ContextMessage(
+                role,
+                content,
+                tool_call=(meta or {}).get("toolCall"),
+                tool_result=(meta or {}).get("toolResult"),
+            )
+            for role, content, meta in tail
+        ),
         message_count=head.uncompacted_count,
         message_limit=message_limit,
-        threshold=head.threshold,
+        # The messageLimit trap of autoCompactThreshold does not apply to an agent's thread.
+        threshold=None if head.agent_id is not None else head.threshold,
     )
 
 

@@ -79,6 +79,7 @@ def test_it_creates_a_thread_with_every_field(api: Api) -> None:
         "tags": ["cars", "support"],
         "metadata": {"channel": "web", "nested": {"n": [1, 2.5, None, True]}},
         "autoCompactThreshold": 30,
+        "agent": None,
         "createdAt": body["createdAt"],
         "lastActivityAt": body["createdAt"],
         "totalMessages": 0,

@@ -21,7 +21,7 @@ from django.test import Client
 from django.utils import timezone
 
 from memoryapp import llm
-from memoryapp.llm.port import ModelError, Summary, TranscriptMessage, Usage
+from memoryapp.llm.port import ModelError, OpenNote, Summary, TranscriptMessage, Usage
 from memoryapp.llm.registry import GuardedModel
 from memoryapp.models import Message, Thread
 from tests.conftest import BASE, Api
@@ -67,8 +67,14 @@ class FakeSummarizer:
         return gate
 
     def summarize(
-        self, *, previous_summary: str | None, messages: list[TranscriptMessage], max_tokens: int
+        self,
+        *,
+        previous_summary: str | None,
+        messages: list[TranscriptMessage],
+        max_tokens: int,
+        open_notes: list[OpenNote] | None = None,
     ) -> Summary:
+        assert open_notes is None  # only an agent's thread hands over notes
         name = threading.current_thread().name
         with self._lock:
             number = len(self.calls) + 1

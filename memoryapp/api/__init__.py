@@ -18,12 +18,14 @@ from memoryapp.api.auth import ApiKeyAuth
 from memoryapp.errors import (
     BODY_TOO_LARGE,
     INVALID_JSON,
+    AgentNotFound,
     EpisodeNotFound,
     FactNotFound,
     IdempotencyConflict,
     InvalidInput,
     JobNotFound,
     ModelCallFailed,
+    NoMemoryAgent,
     ThreadNotFound,
     error_body,
 )
@@ -141,6 +143,21 @@ def _job_not_found(request: HttpRequest, exc: JobNotFound) -> HttpResponse:
     return error_response(request, 404, "Job not found")
 
 
+@api.exception_handler(AgentNotFound)
+def _agent_not_found(request: HttpRequest, exc: AgentNotFound) -> HttpResponse:
+    return error_response(request, 404, "Agent not found")
+
+
+@api.exception_handler(NoMemoryAgent)
+def _no_memory_agent(request: HttpRequest, exc: NoMemoryAgent) -> HttpResponse:
+    return error_response(
+        request,
+        409,
+        "Thread has no memory-enabled agent",
+        detail="Create the thread with an agent whose memory option is set (PUT /v1/memory/agents/{name}).",
+    )
+
+
 @api.exception_handler(Http404)
 def _not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
     return error_response(request, 404, "Not found")
@@ -188,3 +205,7 @@ api.add_router("/memory/semantic", semantic_router)
 from memoryapp.api.jobs import router as jobs_router  # noqa: E402
 
 api.add_router("/memory/jobs", jobs_router)
+
+from memoryapp.api.agents import router as agents_router  # noqa: E402
+
+api.add_router("/memory", agents_router)

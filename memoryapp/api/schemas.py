@@ -90,6 +90,8 @@ class ThreadIn(_In):
     tags: TagList = []
     metadata: JsonObject = {}
     autoCompactThreshold: Threshold | None = None
+    # The name of one of the project's agents (spec 004); its thread compacts by its budget.
+    agent: Annotated[ShortText, Field(min_length=1, max_length=64)] | None = None
 
 
 class ThreadPatchIn(_In):
@@ -122,6 +124,7 @@ class ThreadOut(_Out):
     tags: list[str]
     metadata: dict[str, Any]
     autoCompactThreshold: int | None
+    agent: str | None = None
     createdAt: str
     lastActivityAt: str
     # Every row, summaries and folded rows included; the same count as GET messages'
@@ -274,6 +277,9 @@ class PrepareIn(_In):
 class ContextMessageOut(_Out):
     role: str
     content: str
+    # On an agent's thread: a recorded memory tool call and its result (spec 004).
+    toolCall: dict[str, Any] | None = None
+    toolResult: dict[str, Any] | None = None
 
 
 class PrepareOut(_Out):

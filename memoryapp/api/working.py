@@ -12,7 +12,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from ninja import Body, Query, Router, Status
 
-from memoryapp import compaction, serializers, working
+from memoryapp import agents, compaction, serializers, working
 from memoryapp.api.schemas import (
     AppendOut,
     CompactOut,
@@ -46,8 +46,13 @@ def _project(request: HttpRequest) -> Project:
 
 @router.post("/threads", response={201: ThreadOut, **ERRORS}, summary="Create a thread")
 def create_thread(request: HttpRequest, payload: ThreadIn) -> Status[dict[str, Any]]:
+    project = _project(request)
+    agent = None
+    if payload.agent is not None:
+        agent = agents.agent_for_thread(project=project, name=payload.agent)
     thread = working.thread_create(
-        project=_project(request),
+        project=project,
+        agent=agent,
         dataset=payload.dataset,
         tags=payload.tags,
         metadata=payload.metadata,

@@ -49,6 +49,7 @@ from memoryapp.llm.port import (
     ModelError,
     ModelRateLimited,
     ModelTimeout,
+    OpenNote,
     ReplyChunk,
     Summary,
     ToolCall,
@@ -387,13 +388,18 @@ class GeminiModel:
         previous_summary: str | None,
         messages: list[TranscriptMessage],
         max_tokens: int,
+        open_notes: list[OpenNote] | None = None,
     ) -> Summary:
         """One generateContent call on GEMINI_SUMMARY_MODEL with the compaction prompt
         (memoryapp.llm.prompts.compaction_prompt); the answer is cut to ``max_tokens``.
+        With ``open_notes`` the prompt is prompts.notes_compaction_prompt and the answer
+        JSON (summary + rewritten notes; see _summarize_with_notes).
 
         No ``max_output_tokens`` is sent: on thinking models it also caps the thinking,
         which would cut the summary short; the prompt states the budget instead.
         """
+        if open_notes:
+            return self._summarize_with_notes(previous_summary, messages, max_tokens, open_notes)
         prompt = prompts.compaction_prompt(
             previous_summary=previous_summary, messages=messages, max_tokens=max_tokens
         )
@@ -406,6 +412,45 @@ class GeminiModel:
             raise ModelError("Gemini summarize: the answer was empty", kind="bad_response")
         return Summary(
             text=text, model=self.config.summary_model, usage=_usage(response.usage_metadata)
+        )
+
+    def _summarize_with_notes(
+        self,
+        previous_summary: str | None,
+        messages: list[TranscriptMessage],
+        max_tokens: int,
+        open_notes: list[OpenNote],
+    ) -> Summary:
+        prompt = prompts.notes_compaction_prompt(
+            previous_summary=previous_summary,
+            messages=messages,
+            max_tokens=max_tokens,
+            open_notes=open_notes,
+        )
+        response = self._generate(
+            what="summarize",
+            model=self.config.summary_model,
+            prompt=prompt,
+            temperature=0.2,
+            response_mime_type="application/json",
+            response_json_schema=prompts.NOTES_SUMMARY_SCHEMA,
+        )
+        with self._errors("summarize"):
+            data = json.loads(_answer_text(response, what="summarize"))
+            text = fit_to_budget(str(data.get("summary") or ""), max_tokens)
+            known = {n.name for n in open_notes}
+            notes = {
+                str(item["name"]): str(item["content"])
+                for item in data.get("notes") or []
+                if isinstance(item, dict) and item.get("name") in known and isinstance(item.get("content"), str)
+            }
+        if not text:
+            raise ModelError("Gemini summarize: the answer was empty", kind="bad_response")
+        return Summary(
+            text=text,
+            model=self.config.summary_model,
+            usage=_usage(response.usage_metadata),
+            notes=notes,
         )
 
     def extract(self, *, messages: list[TranscriptMessage]) -> Extraction:

@@ -24,6 +24,7 @@ from memoryapp.llm.port import (
     ExtractedEntity,
     ExtractedFact,
     Extraction,
+    OpenNote,
     ReplyChunk,
     Summary,
     ToolCall,
@@ -452,6 +453,39 @@ def _offline_reply_text(system_instruction: str, messages: Sequence[ChatMessage]
     )
 
 
+_NOTE_STOPWORDS = frozenset(
+    ["the", "and", "for", "what", "who", "with", "that", "this", "from", "them", "they", "their", "right", "now", "when", "why", "have", "about", "into", "your", "you", "are", "was", "were", "will", "been", "what's", "does", "everyone"]
+)
+
+
+def _note_terms(note: OpenNote) -> set[str]:
+    words = _WORD.findall(f"{note.name.replace('_', ' ')} {note.description}".lower())
+    return {w for w in words if len(w) > 3 and w not in _NOTE_STOPWORDS}
+
+
+def note_updates(open_notes: list[OpenNote], messages: list[TranscriptMessage]) -> dict[str, str]:
+    """The offline compactor's rewrite of open notes, deterministic: each user or
+    assistant sentence being folded that shares a word (over three letters, not a stop
+    word) with a note's name or description, and is not in the note yet, is appended to
+    that note as a ``- `` line. Tool calls and results are skipped (the agent wrote
+    those itself). Returns only the notes that changed, name -> new content."""
+    out: dict[str, str] = {}
+    for note in open_notes:
+        terms = _note_terms(note)
+        content = note.content
+        for message in messages:
+            if message.role not in ("user", "assistant") or not terms:
+                continue
+            for sentence in _sentences(message.content):
+                words = {w.lower() for w in _WORD.findall(sentence)}
+                line = f"- {message.role}: {sentence[:MAX_SENTENCE_CHARS]}"
+                if terms & words and sentence not in content:
+                    content = f"{content}\n{line}"
+        if content != note.content:
+            out[note.name] = content
+    return out
+
+
 class OfflineModel:
     """ModelPort without a network (memoryapp.llm.port). Deterministic for equal input."""
 
@@ -464,18 +498,25 @@ class OfflineModel:
         previous_summary: str | None,
         messages: list[TranscriptMessage],
         max_tokens: int,
+        open_notes: list[OpenNote] | None = None,
     ) -> Summary:
-        """Extractive rolling summary (see extractive_summary)."""
+        """Extractive rolling summary (see extractive_summary); open notes are kept
+        current by note_updates."""
         text = extractive_summary(
             previous_summary=previous_summary, messages=messages, max_tokens=max_tokens
         )
         consumed = sum(count_tokens(m.content) for m in messages) + count_tokens(
             previous_summary or ""
         )
+        notes = note_updates(open_notes or [], messages)
         return Summary(
             text=text,
             model=self.model_name,
-            usage=Usage(input_tokens=consumed, output_tokens=count_tokens(text)),
+            usage=Usage(
+                input_tokens=consumed + sum(count_tokens(n.content) for n in open_notes or []),
+                output_tokens=count_tokens(text) + sum(count_tokens(c) for c in notes.values()),
+            ),
+            notes=notes,
         )
 
     def extract(self, *, messages: list[TranscriptMessage]) -> Extraction:

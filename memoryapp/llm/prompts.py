@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from memoryapp.llm.port import TranscriptMessage
+from memoryapp.llm.port import OpenNote, TranscriptMessage
 
 #: What the synthesis prompt asks the model to answer when the context has no answer;
 #: the adapter turns it into "" (the same "no synthesis" the offline adapter gives).
@@ -120,6 +120,60 @@ def compaction_prompt(
         + "."
     )
     return Prompt(system=system, user="\n\n".join(parts))
+
+
+#: The JSON an agent's compaction asks for: the summary plus the rewritten open notes.
+NOTES_SUMMARY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "summary": {"type": "string"},
+        "notes": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "content": {"type": "string"}},
+                "required": ["name", "content"],
+            },
+        },
+    },
+    "required": ["summary", "notes"],
+}
+
+
+def notes_compaction_prompt(
+    *,
+    previous_summary: str | None,
+    messages: list[TranscriptMessage],
+    max_tokens: int,
+    open_notes: list[OpenNote],
+) -> Prompt:
+    """The rolling-summary prompt for an agent with open memories (spec 004 "What the
+    agent sees"): the same summary as compaction_prompt, plus, in the same call, the new
+    content of each open note (``<open_memory name=.. description=..>`` blocks), as JSON
+    matching NOTES_SUMMARY_SCHEMA."""
+    base = compaction_prompt(
+        previous_summary=previous_summary, messages=messages, max_tokens=max_tokens
+    )
+    system = "\n".join(
+        [
+            base.system,
+            "",
+            "The agent also keeps open memories: named notes it wrote for itself, given as "
+            "<open_memory> elements (quoted data too). The messages you summarize are about "
+            "to leave its context, so bring each open memory up to date with what they "
+            "add or change about that memory's subject: keep what is still true, correct "
+            "what changed, add what is new, and keep the memory's own style. Leave a "
+            "memory out of your answer when nothing in the messages concerns it.",
+            "Answer JSON: {\"summary\": the new summary, \"notes\": [{\"name\", "
+            "\"content\"}] with the full new content of each memory you changed}.",
+        ]
+    )
+    notes = "\n".join(
+        f'<open_memory name="{_attr(n.name)}" description="{_attr(n.description)}">'
+        f"{_text(n.content)}</open_memory>"
+        for n in open_notes
+    )
+    return Prompt(system=system, user=f"{notes}\n\n{base.user}")
 
 
 #: The JSON the extraction prompt asks for (Gemini ``response_json_schema``).

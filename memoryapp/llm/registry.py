@@ -23,6 +23,7 @@ from memoryapp.llm.port import (
     Extraction,
     ModelError,
     ModelPort,
+    OpenNote,
     ReplyChunk,
     Summary,
     ToolSpec,
@@ -124,13 +125,21 @@ class GuardedModel:
             raise ModelError(f"{type(exc).__name__}: {exc}", kind="bad_response") from exc
 
     def summarize(
-        self, *, previous_summary: str | None, messages: list[TranscriptMessage], max_tokens: int
+        self,
+        *,
+        previous_summary: str | None,
+        messages: list[TranscriptMessage],
+        max_tokens: int,
+        open_notes: list[OpenNote] | None = None,
     ) -> Summary:
         """ModelPort.summarize, guarded."""
         return self._guard(
             "summarize",
             lambda: self.inner.summarize(
-                previous_summary=previous_summary, messages=messages, max_tokens=max_tokens
+                previous_summary=previous_summary,
+                messages=messages,
+                max_tokens=max_tokens,
+                open_notes=open_notes,
             ),
         )
 

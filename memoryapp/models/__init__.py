@@ -1,5 +1,6 @@
 """The memory domain's models (DESIGN.md section 4)."""
 
+from memoryapp.models.agents import Agent, MemoryNote, MemoryNoteVersion
 from memoryapp.models.episodes import Episode
 from memoryapp.models.events import RelayedEvent
 from memoryapp.models.jobs import Job
@@ -9,12 +10,15 @@ from memoryapp.models.threads import Message, Thread, ThreadTag
 from memoryapp.models.usage import Turn, UsageLine
 
 __all__ = [
+    "Agent",
     "ApiKey",
     "Entity",
     "Episode",
     "Fact",
     "Job",
     "Membership",
+    "MemoryNote",
+    "MemoryNoteVersion",
     "Message",
     "Project",
     "RelayedEvent",

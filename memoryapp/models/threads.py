@@ -27,6 +27,10 @@ class Thread(models.Model):
     tags = models.JSONField(default=list)
     metadata = models.JSONField(default=dict)
     auto_compact_threshold = models.PositiveIntegerField(null=True, blank=True)
+    # The agent that talks in this thread (spec 004); its notes live with the thread.
+    agent = models.ForeignKey(
+        "memoryapp.Agent", null=True, blank=True, on_delete=models.PROTECT, related_name="threads"
+    )
     created = models.DateTimeField(default=timezone.now)
     last_activity = models.DateTimeField(default=timezone.now)
 

@@ -1,0 +1,296 @@
+"""Compaction of an agent's thread, budgeted by the agent's ``compaction.maxTokens`` (spec 004).
+
+Same protocol as memoryapp.compaction (read, model call outside every transaction,
+short commit under the thread's row lock with a race check), with the agent's rules:
+
+- **When**: after an append, once the checkpoint plus the verbatim messages pass the
+  agent's maxTokens (memoryapp.tokens); the newest messages that fit in half of it stay
+  verbatim. Independently, once the oldest verbatim message has aged
+  MEMORY_AGENT_MAX_VERBATIM_MESSAGES (200) messages, a *forced* checkpoint folds
+  everything before the newest message. A manual compact folds everything.
+- **summarize**: one model call writes the new summary *and* rewrites the open notes
+  (only open ones; a write-back over maxOpenTokens or the store cap, or to a note the
+  agent wrote meanwhile, is refused and the note kept as it was). With nothing new to
+  summarize (only tool calls and results being folded) no model call is made and the
+  previous summary is carried forward.
+- **sliding-window**: the oldest messages are dropped with no summary and no model call.
+- Either way the new checkpoint row (a summary row, role system) holds the context
+  block (memoryapp.notes.context_block) rendered from the summary and the notes as they
+  are at commit; it changes only here. A tool call and its result are never split: the
+  boundary moves so both are folded or both kept.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from memoryapp import events, llm, notes
+from memoryapp.errors import ModelCallFailed, ThreadNotFound
+from memoryapp.llm.port import ModelError, OpenNote, Summary, TranscriptMessage
+from memoryapp.models import Agent, MemoryNote, Message, Thread
+from memoryapp.results import AutoCompaction, CompactionResult
+from memoryapp.tokens import count_tokens
+
+logger = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 3
+
+
+class _LostRace(Exception):
+    pass
+
+
+def is_tool_call(message: Message) -> bool:
+    """Whether ``message`` is a recorded memory tool call (memoryapp.notes.tool_run)."""
+    return bool(message.metadata and "toolCall" in message.metadata)
+
+
+def is_tool_result(message: Message) -> bool:
+    """Whether ``message`` is a recorded memory tool result."""
+    return bool(message.metadata and "toolResult" in message.metadata)
+
+
+def _keep_pairs(fold: list[Message], keep: list[Message]) -> tuple[list[Message], list[Message]]:
+    # A call is always followed by its result (both written in one locked transaction),
+    # so the only split possible is a call folded and its result kept: fold both.
+    if fold and keep and is_tool_call(fold[-1]) and is_tool_result(keep[0]):
+        return [*fold, keep[0]], keep[1:]
+    return fold, keep
+
+
+def _plan(thread: Thread, agent: Agent, live: list[Message], manual: bool) -> tuple[list[Message], bool]:
+    """``(messages to fold, forced)``; nothing to fold is ``([], False)``."""
+    if not live:
+        return [], False
+    if manual:
+        return live, False
+    checkpoint = thread.active_summary
+    used = count_tokens(checkpoint.content) if checkpoint else 0
+    sizes = [count_tokens(m.content) for m in live]
+    if used + sum(sizes) > agent.compaction_max_tokens:
+        # Keep the newest messages that fit in half the budget (at least the newest one).
+        budget, cut = agent.compaction_max_tokens // 2, len(live) - 1
+        kept = sizes[cut]
+        while cut > 0 and kept + sizes[cut - 1] <= budget:
+            cut -= 1
+            kept += sizes[cut]
+        fold, _ = _keep_pairs(live[:cut], live[cut:])
+        return fold, False
+    if len(live) >= int(settings.MEMORY_AGENT_MAX_VERBATIM_MESSAGES):
+        fold, _ = _keep_pairs(live[:-1], live[-1:])
+        return fold, True
+    return [], False
+
+
+def _has_news(fold: list[Message]) -> bool:
+    return any(not (is_tool_call(m) or is_tool_result(m)) for m in fold)
+
+
+def _summary_budget(agent: Agent) -> int:
+    return max(min(int(settings.MEMORY_SUMMARY_MAX_TOKENS), agent.compaction_max_tokens // 4), 64)
+
+
+def _summarize(
+    agent: Agent, previous: str | None, fold: list[Message], open_notes: list[MemoryNote]
+) -> Summary | None:
+    """The model call (outside every transaction), or None when none is due."""
+    if agent.compaction_type != Agent.CompactionType.SUMMARIZE or not _has_news(fold):
+        return None
+    return llm.get_model().summarize(
+        previous_summary=previous,
+        # A recorded call goes in as a ``tool`` line too: its text says what was called,
+        # and the summarizer must not take the agent's own tool traffic for conversation.
+        messages=[
+            TranscriptMessage(m.sequence_number, "tool" if is_tool_call(m) else m.role, m.content)
+            for m in fold
+        ],
+        max_tokens=_summary_budget(agent),
+        open_notes=[OpenNote(n.name, n.description, n.content) for n in open_notes],
+    )
+
+
+def _previous_summary(checkpoint: Message | None) -> str | None:
+    if checkpoint is None or not checkpoint.metadata:
+        return None
+    return (checkpoint.metadata.get("checkpoint") or {}).get("summary")
+
+
+def _record_failure(thread_id: uuid.UUID, error: ModelError) -> None:
+    message = f"{error.kind}: {error}"[:2000]
+    Thread.objects.filter(pk=thread_id).update(
+        last_compaction_error=message, last_compaction_error_at=timezone.now()
+    )
+    events.compaction_failed(thread_id, message)
+
+
+@dataclass(frozen=True)
+class _Read:
+    thread: Thread
+    agent: Agent
+    fold: list[Message]
+    forced: bool
+    open_notes: list[MemoryNote]
+
+
+def _read(thread_id: uuid.UUID, manual: bool) -> _Read | None:
+    thread = (
+        Thread.objects.select_related("agent", "active_summary").filter(pk=thread_id).first()
+    )
+    if thread is None:
+        raise ThreadNotFound()
+    agent = thread.agent
+    if agent is None:
+        return None
+    live = list(
+        Message.objects.filter(thread=thread, compacted_at__isnull=True, is_summary=False)
+        .order_by("sequence_number")
+        .only("id", "sequence_number", "role", "content", "metadata", "thread_id")
+    )
+    fold, forced = _plan(thread, agent, live, manual)
+    if not fold:
+        return None
+    open_notes = list(MemoryNote.objects.filter(thread=thread, is_open=True)) if agent.has_memory else []
+    return _Read(thread=thread, agent=agent, fold=fold, forced=forced, open_notes=open_notes)
+
+
+def _commit(read: _Read, summary: Summary | None) -> CompactionResult:
+    previous = read.thread.active_summary
+    summary_text = summary.text if summary else _previous_summary(previous)
+    now = timezone.now()
+    fold_ids = [m.id for m in read.fold]
+    first, last = read.fold[0].sequence_number, read.fold[-1].sequence_number
+    with transaction.atomic():
+        locked = Thread.objects.select_for_update().filter(pk=read.thread.pk).first()
+        if locked is None:
+            raise ThreadNotFound()
+        if locked.active_summary_id != (previous.id if previous else None):
+            raise _LostRace()
+        stamped = Message.objects.filter(id__in=fold_ids, compacted_at__isnull=True).update(compacted_at=now)
+        if stamped != len(fold_ids):
+            raise _LostRace()
+        if previous is not None:
+            Message.objects.filter(pk=previous.pk).update(compacted_at=now)
+        usage = summary.usage if summary else None
+        row = Message.objects.create(
+            thread=locked, sequence_number=locked.next_sequence, role=Message.Role.SYSTEM,
+            content="", model=summary.model if summary else None, is_summary=True,
+            covers_from_sequence=min(first, previous.covers_from_sequence or first) if previous else first,
+            covers_to_sequence=last,
+            tokens_input=usage.input_tokens if usage else None,
+            tokens_output=usage.output_tokens if usage else None,
+            tokens_total=usage.input_tokens + usage.output_tokens if usage else None,
+            created_at=now,
+        )
+        versions = {n.name: n.version for n in read.open_notes}
+        refused = []
+        for name, content in (summary.notes if summary else {}).items():
+            if name not in versions:
+                continue
+            reason = notes.note_write_back(
+                thread=locked, agent=read.agent, name=name, content=content,
+                read_version=versions[name], checkpoint=row,
+            )
+            if reason:
+                refused.append({"name": name, "reason": reason})
+        row.content = notes.context_block(
+            summary=summary_text, notes=list(MemoryNote.objects.filter(thread=locked))
+        )
+        row.metadata = {
+            "agentName": read.agent.name,
+            "checkpoint": {
+                "kind": read.agent.compaction_type, "forced": read.forced, "summary": summary_text,
+                "modelCalled": summary is not None, "writeBacksRefused": refused,
+            },
+        }
+        row.save(update_fields=["content", "metadata"])
+        locked.next_sequence += 1
+        locked.uncompacted_count = max(locked.uncompacted_count - len(fold_ids), 0)
+        locked.active_summary = row
+        locked.compaction_count += 1
+        locked.last_compacted_at = locked.last_activity = now
+        locked.last_compaction_error, locked.last_compaction_error_at = "", None
+        locked.save(update_fields=[
+            "next_sequence", "uncompacted_count", "active_summary", "compaction_count",
+            "last_compacted_at", "last_activity", "last_compaction_error", "last_compaction_error_at",
+        ])
+        result = CompactionResult(
+            summary=row, compacted_count=len(fold_ids), from_sequence=first, to_sequence=last
+        )
+        events.message_appended(row)
+        events.thread_compacted(result)
+    return result
+
+
+def _run_once(thread_id: uuid.UUID, manual: bool) -> CompactionResult | None:
+    read = _read(thread_id, manual)
+    if read is None:
+        return None
+    try:
+        summary = _summarize(read.agent, _previous_summary(read.thread.active_summary), read.fold, read.open_notes)
+    except ModelError as exc:
+        _record_failure(thread_id, exc)
+        raise
+    except Exception as exc:
+        logger.exception("model adapter raised a non-ModelError during summarize")
+        error = ModelError(f"{type(exc).__name__}: {exc}", kind="bad_response")
+        _record_failure(thread_id, error)
+        raise error from exc
+    return _commit(read, summary)
+
+
+def _run(thread_id: uuid.UUID, manual: bool) -> CompactionResult | None:
+    for _ in range(MAX_ATTEMPTS):
+        try:
+            return _run_once(thread_id, manual)
+        except _LostRace:
+            logger.info("agent compaction of thread %s lost a race; retrying", thread_id)
+    return None
+
+
+def compact(*, thread_id: uuid.UUID) -> CompactionResult | None:
+    """Manual compaction of an agent's thread: fold every verbatim message into a new
+    checkpoint (POST .../compact). None when nothing is verbatim. Whether a model call was
+    made and which note write-backs were refused is in the checkpoint row's
+    ``metadata.checkpoint`` (``modelCalled``, ``writeBacksRefused``). Raises ModelCallFailed
+    when the summarize call fails (nothing changed; recorded on the thread),
+    ThreadNotFound if the thread is gone."""
+    try:
+        return _run(thread_id, manual=True)
+    except ModelError as exc:
+        raise ModelCallFailed(str(exc), kind=exc.kind) from exc
+
+
+def auto_compact(*, thread_id: uuid.UUID) -> AutoCompaction:
+    """Compact the agent's thread if its budget or the verbatim-age limit says so (see the
+    module docstring); the run that committed, if any. One run per thread at a time (the
+    same lease as memoryapp.compaction); never raises for a model failure (it is recorded
+    on the thread and returned as ``error``; the next append tries again)."""
+    now = timezone.now()
+    until = now + timedelta(seconds=int(settings.MEMORY_COMPACTION_LEASE_SECONDS))
+    claimed = (
+        Thread.objects.filter(pk=thread_id)
+        .filter(Q(compaction_lease_until__isnull=True) | Q(compaction_lease_until__lt=now))
+        .update(compaction_lease_until=until)
+    )
+    if not claimed:
+        return AutoCompaction()
+    try:
+        result = _run(thread_id, manual=False)
+    except ModelError as exc:
+        logger.warning("agent compaction of thread %s failed", thread_id, exc_info=True)
+        return AutoCompaction(error=f"{exc.kind}: {exc}")
+    except ThreadNotFound:
+        return AutoCompaction()
+    finally:
+        Thread.objects.filter(pk=thread_id, compaction_lease_until=until).update(
+            compaction_lease_until=None
+        )
+    return AutoCompaction(runs=(result,) if result else ())

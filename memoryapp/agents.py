@@ -1,0 +1,156 @@
+"""Agents: definitions, their tools, and the context of an agent's thread (spec 004).
+
+``agent_define`` creates or updates an agent (defining again changes its config only;
+history, checkpoint and notes stay). ``thread_tool_call`` runs one memory tool (memoryapp.notes) and then lets the
+agent's compaction look at the grown history (memoryapp.agent_compaction).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from memoryapp import agent_compaction, notes
+from memoryapp.errors import AgentNotFound, InvalidInput, ThreadNotFound
+from memoryapp.llm.port import ToolSpec
+from memoryapp.models import Agent, Project, Thread
+from memoryapp.timefmt import iso_ms
+
+NAME_RULE = notes.NAME_RULE
+
+
+def agent_to_dict(agent: Agent) -> dict[str, Any]:
+    """The agent resource: ``{"name", "systemPrompt", "memory": {"maxOpenTokens"} | null,
+    "compaction": {"type", "maxTokens"}, "createdAt", "updatedAt"}``."""
+    return {
+        "name": agent.name,
+        "systemPrompt": agent.system_prompt,
+        "memory": {"maxOpenTokens": agent.max_open_tokens} if agent.has_memory else None,
+        "compaction": {"type": agent.compaction_type, "maxTokens": agent.compaction_max_tokens},
+        "createdAt": iso_ms(agent.created),
+        "updatedAt": iso_ms(agent.updated),
+    }
+
+
+def _issue(path: list[str | int], message: str, code: str) -> InvalidInput:
+    return InvalidInput([{"path": path, "message": message, "code": code}])
+
+
+def check_name(name: str) -> None:
+    """Raise InvalidInput (path ``["name"]``) unless ``name`` is a valid agent name."""
+    if not notes.NAME_PATTERN.match(name):
+        raise _issue(["name"], f"An agent name is {NAME_RULE}", "invalid_name")
+
+
+def check_budget(*, max_open_tokens: int | None, max_tokens: int) -> None:
+    """The one hard rule of ``maxOpenTokens`` (spec 004 "Turning it on"): it must be below
+    half of ``compaction.maxTokens``. Raises InvalidInput naming both numbers and the two
+    ways out."""
+    if max_open_tokens is None or max_open_tokens * 2 < max_tokens:
+        return
+    raise _issue(
+        ["memory", "maxOpenTokens"],
+        f"memory.maxOpenTokens ({max_open_tokens}) must be below half of compaction.maxTokens "
+        f"({max_tokens} / 2 = {max_tokens / 2:g}), so open memories cannot crowd out recent "
+        f"history. Either give the agent more room (compaction.maxTokens above "
+        f"{max_open_tokens * 2}) or take less of it for memories (memory.maxOpenTokens "
+        f"below {max_tokens / 2:g}).",
+        "max_open_tokens_too_large",
+    )
+
+
+def agent_define(
+    *,
+    project: Project,
+    name: str,
+    system_prompt: str = "",
+    memory: dict[str, Any] | None = None,
+    compaction: dict[str, Any] | None = None,
+) -> tuple[Agent, bool]:
+    """Create or update the agent ``name`` of ``project``; return ``(agent, created)``.
+
+    ``memory`` None: no memory tools; ``{}`` the defaults; ``{"maxOpenTokens": n}``.
+    ``compaction``: ``{"type": "summarize" | "sliding-window", "maxTokens": n}``, either
+    key optional (summarize, MEMORY_AGENT_DEFAULT_MAX_TOKENS). Defining again replaces
+    the config only; the agent's threads keep history, checkpoint and notes.
+    Raises InvalidInput for a bad name or a maxOpenTokens not below half of maxTokens.
+    """
+    check_name(name)
+    compaction = compaction or {}
+    max_tokens = int(compaction.get("maxTokens") or settings.MEMORY_AGENT_DEFAULT_MAX_TOKENS)
+    max_open = None
+    if memory is not None:
+        max_open = int(memory.get("maxOpenTokens") or settings.MEMORY_AGENT_DEFAULT_MAX_OPEN_TOKENS)
+    check_budget(max_open_tokens=max_open, max_tokens=max_tokens)
+    values = {
+        "system_prompt": system_prompt,
+        "max_open_tokens": max_open,
+        "compaction_type": compaction.get("type") or Agent.CompactionType.SUMMARIZE,
+        "compaction_max_tokens": max_tokens,
+        "updated": timezone.now(),
+    }
+    for _ in range(2):  # a concurrent first definition of the same name: update it instead
+        try:
+            with transaction.atomic():
+                agent, created = Agent.objects.select_for_update().update_or_create(
+                    project=project, name=name, defaults=values
+                )
+            return agent, created
+        except IntegrityError:
+            continue
+    raise _issue(["name"], "The agent is being defined concurrently; try again", "conflict")
+
+
+def agent_get(*, project: Project, name: str) -> Agent:
+    """The agent ``name`` of ``project``; raises AgentNotFound."""
+    agent = Agent.objects.filter(project=project, name=name).first()
+    if agent is None:
+        raise AgentNotFound()
+    return agent
+
+
+def agent_list(*, project: Project) -> list[Agent]:
+    """The project's agents, by name."""
+    return list(Agent.objects.filter(project=project))
+
+
+def agent_for_thread(*, project: Project, name: str) -> Agent:
+    """The agent named in POST /threads ``agent``; InvalidInput (path ``["agent"]``) when
+    the project has no agent of that name."""
+    agent = Agent.objects.filter(project=project, name=name).first()
+    if agent is None:
+        raise _issue(
+            ["agent"],
+            f"No agent named {name!r} in this project; define it with PUT /v1/memory/agents/{{name}}",
+            "unknown_agent",
+        )
+    return agent
+
+
+def agent_tools(*, agent: Agent) -> list[ToolSpec]:
+    """The tools offered to the agent: the three memory tools when it has memory, else none."""
+    return list(notes.TOOL_SPECS) if agent.has_memory else []
+
+
+def thread_tool_call(
+    *, project: Project, thread_id: str | uuid.UUID, name: str, arguments: dict[str, Any], call_id: str | None = None
+) -> notes.ToolCallRecord:
+    """Run one memory tool on the thread (POST .../threads/{threadId}/tools; spec 004 "The
+    tools"), record the call and its result, then compact if the agent's budget says so.
+
+    Raises ThreadNotFound (missing, malformed or another project's thread) and
+    NoMemoryAgent (the thread has no agent with memory). Tool errors are outcomes.
+    """
+    try:
+        pk = thread_id if isinstance(thread_id, uuid.UUID) else uuid.UUID(str(thread_id))
+    except ValueError as exc:
+        raise ThreadNotFound() from exc
+    if not Thread.objects.filter(pk=pk, project=project).exists():
+        raise ThreadNotFound()
+    record = notes.tool_run(thread_id=pk, name=name, arguments=arguments, call_id=call_id)
+    agent_compaction.auto_compact(thread_id=pk)
+    return record

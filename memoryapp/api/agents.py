@@ -1,0 +1,194 @@
+"""/v1/memory/agents and an agent thread's tools and notes (spec 004; DESIGN.md section 5).
+
+- ``PUT /agents/{name}`` define (201) or redefine (200); ``GET /agents/{name}``;
+  ``GET /agents``; ``GET /agents/{name}/tools`` (function declarations).
+- ``POST /working/threads/{threadId}/tools`` ``{"name", "arguments"}`` runs one memory
+  tool: 200 ``{"result", "isError", ...}`` (a tool error is an answer for the model).
+- ``GET /working/threads/{threadId}/notes`` the thread's store.
+
+Handlers are thin: parse, call one function of memoryapp.agents / memoryapp.notes.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from django.http import HttpRequest
+from ninja import Router, Status
+from pydantic import Field
+
+from memoryapp import agents, notes, working
+from memoryapp.api.schemas import ErrorOut, _In, _Out
+from memoryapp.models import ApiKey, Project
+from memoryapp.validation import (
+    INTEGRAL,
+    Problem,
+    ShortText,
+    SystemPrompt,
+    json_problem,
+    pydantic_rule,
+)
+
+router = Router(tags=["agents"])
+
+ERRORS: dict[int, Any] = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut}
+Tokens = Annotated[int, Field(strict=True, ge=1, le=100_000_000), INTEGRAL]
+
+
+def _arguments_problem(value: Any) -> Problem | None:
+    # Storable and finite like thread metadata, but not its 16 KiB cap: a note's content
+    # rides in the arguments, and the store cap (checked by the tool) bounds it.
+    problem = json_problem(value)
+    return None if problem is None or problem[0] == "too_large" else problem
+
+
+class AgentMemoryIn(_In):
+    """``memory``: ``{}`` takes the defaults (maxOpenTokens 4000)."""
+
+    maxOpenTokens: Tokens | None = None
+
+
+class AgentCompactionIn(_In):
+    """``compaction``: the strategy and the agent's token budget."""
+
+    type: Literal["summarize", "sliding-window"] = "summarize"
+    maxTokens: Annotated[int, Field(strict=True, ge=200, le=100_000_000), INTEGRAL] | None = None
+
+
+class AgentIn(_In):
+    """PUT /agents/{name}: the whole config; ``memory`` absent or null means no memory."""
+
+    systemPrompt: SystemPrompt = ""
+    memory: AgentMemoryIn | None = None
+    compaction: AgentCompactionIn | None = None
+
+
+class AgentMemoryOut(_Out):
+    maxOpenTokens: int
+
+
+class AgentCompactionOut(_Out):
+    type: str
+    maxTokens: int
+
+
+class AgentOut(_Out):
+    name: str
+    systemPrompt: str
+    memory: AgentMemoryOut | None
+    compaction: AgentCompactionOut
+    createdAt: str
+    updatedAt: str
+
+
+class AgentListOut(_Out):
+    agents: list[AgentOut]
+
+
+class ToolOut(_Out):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class ToolListOut(_Out):
+    tools: list[ToolOut]
+
+
+class ToolCallIn(_In):
+    """POST .../tools: the call the agent's model made."""
+
+    name: Annotated[ShortText, Field(min_length=1, max_length=64)]
+    arguments: Annotated[dict[str, Any], pydantic_rule(_arguments_problem)] = {}
+    callId: Annotated[ShortText, Field(min_length=1, max_length=100)] | None = None
+
+
+class NoteOut(_Out):
+    name: str
+    description: str
+    content: str
+    isOpen: bool
+    tokens: int
+    bytes: int
+    updatedAt: str
+
+
+class ToolCallOut(_Out):
+    result: str
+    isError: bool
+    name: str
+    callId: str
+    callSequence: int
+    resultSequence: int
+    note: NoteOut | None
+
+
+class NotesOut(_Out):
+    notes: list[NoteOut]
+    openTokens: int
+    maxOpenTokens: int
+    storeBytes: int
+    storeCapBytes: int
+
+
+def _project(request: HttpRequest) -> Project:
+    key = request.auth  # type: ignore[attr-defined]
+    assert isinstance(key, ApiKey)
+    return key.project
+
+
+@router.put("/agents/{name}", response={200: AgentOut, 201: AgentOut, **ERRORS}, summary="Define an agent")
+def put_agent(request: HttpRequest, name: str, payload: AgentIn) -> Status[dict[str, Any]]:
+    """Create (201) or update (200) the agent; its threads keep history and notes."""
+    agent, created = agents.agent_define(
+        project=_project(request),
+        name=name,
+        system_prompt=payload.systemPrompt,
+        memory=payload.memory.model_dump(exclude_none=True) if payload.memory is not None else None,
+        compaction=payload.compaction.model_dump(exclude_none=True) if payload.compaction else None,
+    )
+    return Status(201 if created else 200, agents.agent_to_dict(agent))
+
+
+@router.get("/agents", response={200: AgentListOut, **ERRORS}, summary="List agents")
+def list_agents(request: HttpRequest) -> dict[str, Any]:
+    return {"agents": [agents.agent_to_dict(a) for a in agents.agent_list(project=_project(request))]}
+
+
+@router.get("/agents/{name}", response={200: AgentOut, **ERRORS}, summary="Get an agent")
+def get_agent(request: HttpRequest, name: str) -> dict[str, Any]:
+    return agents.agent_to_dict(agents.agent_get(project=_project(request), name=name))
+
+
+@router.get("/agents/{name}/tools", response={200: ToolListOut, **ERRORS}, summary="An agent's tools")
+def get_tools(request: HttpRequest, name: str) -> dict[str, Any]:
+    """The memory tools as function declarations (empty when the agent has no memory)."""
+    agent = agents.agent_get(project=_project(request), name=name)
+    return {"tools": [notes.tool_to_dict(t) for t in agents.agent_tools(agent=agent)]}
+
+
+@router.post(
+    "/working/threads/{thread_id}/tools",
+    response={200: ToolCallOut, 409: ErrorOut, **ERRORS},
+    summary="Run a memory tool",
+)
+def run_tool(request: HttpRequest, thread_id: str, payload: ToolCallIn) -> dict[str, Any]:
+    """Runs one tool call of the thread's agent and records it with its result."""
+    record = agents.thread_tool_call(
+        project=_project(request),
+        thread_id=thread_id,
+        name=payload.name,
+        arguments=payload.arguments,
+        call_id=payload.callId,
+    )
+    return record.to_dict()
+
+
+@router.get(
+    "/working/threads/{thread_id}/notes",
+    response={200: NotesOut, 409: ErrorOut, **ERRORS},
+    summary="A thread's memory notes",
+)
+def get_notes(request: HttpRequest, thread_id: str) -> dict[str, Any]:
+    thread = working.thread_get(project=_project(request), thread_id=thread_id)
+    return notes.notes_view(thread=thread)

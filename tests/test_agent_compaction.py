@@ -1,0 +1,178 @@
+"""Compaction of an agent's thread (memoryapp/agent_compaction.py; spec 004)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memoryapp import agent_compaction, agents, compaction, llm, notes, serializers, working
+from memoryapp.llm.offline import OfflineModel
+from memoryapp.llm.registry import GuardedModel
+from memoryapp.models import MemoryNote, MemoryNoteVersion, Message, Project, Thread
+from memoryapp.results import CompactionResult
+from tests.test_notes import call, make_thread
+
+
+class SpyModel(OfflineModel):
+    """The offline model, counting summarize calls and the open notes each received."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def summarize(self, **kwargs: Any) -> Any:
+        self.calls.append(kwargs)
+        return super().summarize(**kwargs)
+
+
+@pytest.fixture
+def spy(monkeypatch: pytest.MonkeyPatch) -> SpyModel:
+    model = SpyModel()
+    # Handed out as the registry hands out every adapter, so open_notes goes through it.
+    monkeypatch.setattr(llm, "get_model", lambda: GuardedModel(model))
+    return model
+
+
+def checkpoint_of(result: CompactionResult) -> dict[str, Any]:
+    return dict((result.summary.metadata or {})["checkpoint"])
+
+
+def quest_thread(project: Project) -> Thread:
+    thread = make_thread(project, max_open=1000, max_tokens=1_000_000)
+    call(thread, "close_memory", name="quest", description="What the player is trying to do right now, and why",
+         content="Find the silver key.")
+    call(thread, "open_memory", name="quest")
+    return thread
+
+
+def test_it_rewrites_an_open_note_in_the_summarize_call(project: Project, spy: SpyModel) -> None:
+    thread = quest_thread(project)
+    call(thread, "close_memory", name="npcs", description="Everyone the player has met", content="Ferryman.")
+    compaction.message_append_compacting(thread=thread, role="user", content="The player now wants the golden crown instead.")
+    result = compaction.compact(thread_id=thread.pk)
+    assert result is not None
+    assert (checkpoint_of(result)["modelCalled"], checkpoint_of(result)["writeBacksRefused"], result.compacted_count) == (True, [], 7)
+    assert [n.name for n in spy.calls[0]["open_notes"]] == ["quest"]
+    quest = MemoryNote.objects.get(name="quest")
+    assert quest.content == "Find the silver key.\n- user: The player now wants the golden crown instead."
+    assert MemoryNote.objects.get(name="npcs").content == "Ferryman."  # closed: never touched
+    last = MemoryNoteVersion.objects.last()
+    assert last is not None
+    assert (last.author, last.name, last.version, last.message_id) == ("compactor", "quest", 2, result.summary.pk)
+    thread.refresh_from_db()
+    summary = (result.summary.metadata or {})["checkpoint"]["summary"]
+    assert result.summary.content == notes.context_block(summary=summary, notes=list(MemoryNote.objects.filter(thread=thread)))
+    assert "### quest — What the player is trying to do right now, and why\nFind the silver key.\n- user: The player" in result.summary.content
+    prepared = serializers.window_to_dict(
+        working.prepare(thread=working.thread_get(project=project, thread_id=thread.pk, with_summary=True))
+    )
+    assert prepared["messages"] == [{"role": "system", "content": result.summary.content}]
+    assert (prepared["compacted"], prepared["messageCount"]) == (True, 0)
+
+
+def test_it_refuses_a_write_back_over_the_cap_and_keeps_the_note(project: Project, spy: SpyModel, settings: Any) -> None:
+    thread = quest_thread(project)
+    size = notes.store_bytes(thread.pk)
+    settings.MEMORY_NOTES_STORE_CAP_BYTES = size + 10
+    compaction.message_append_compacting(thread=thread, role="user", content="The player now wants the golden crown instead.")
+    result = compaction.compact(thread_id=thread.pk)
+    assert result is not None and checkpoint_of(result)["modelCalled"]
+    assert checkpoint_of(result)["writeBacksRefused"] == [{
+        "name": "quest",
+        "reason": f"refused, the memory store would be {size + 55} bytes, over its cap of {size + 10} bytes "
+        f"(it holds {size} bytes now; this memory would take {size + 55}). Write less, or delete a "
+        "memory you no longer need with delete_memory (open it first).",
+    }]
+    quest = MemoryNote.objects.get(name="quest")
+    assert (quest.content, quest.version, quest.is_open) == ("Find the silver key.", 1, True)
+    assert "### quest — What the player is trying to do right now, and why\nFind the silver key.\n\n" in result.summary.content
+
+
+def test_it_refuses_a_write_back_to_a_note_the_agent_wrote_meanwhile(project: Project) -> None:
+    thread = quest_thread(project)
+    note = MemoryNote.objects.get(name="quest")
+    checkpoint = Message.objects.create(thread=thread, sequence_number=99, role="system", content="x", is_summary=True)
+    call(thread, "close_memory", name="quest", content="Agent's newer text.")
+    call(thread, "open_memory", name="quest")
+    reason = notes.note_write_back(
+        thread=thread, agent=thread.agent, name="quest", content="old view", read_version=note.version,  # type: ignore[arg-type]
+        checkpoint=checkpoint,
+    )
+    assert reason == "'quest' was written by the agent meanwhile"
+    assert MemoryNote.objects.get(name="quest").content == "Agent's newer text."
+
+
+def test_it_forces_a_checkpoint_at_200_without_a_model_call_when_nothing_is_new(project: Project, spy: SpyModel) -> None:
+    thread = quest_thread(project)  # 4 messages, all tool calls and results
+    compaction.message_append_compacting(thread=thread, role="user", content="The player now wants the golden crown instead.")
+    first = compaction.compact(thread_id=thread.pk)
+    assert first is not None and len(spy.calls) == 1
+    summary = (first.summary.metadata or {})["checkpoint"]["summary"]
+    for _ in range(99):
+        agents.thread_tool_call(project=project, thread_id=thread.pk, name="open_memory", arguments={"name": "quest"})
+    thread.refresh_from_db()
+    assert (thread.uncompacted_count, thread.compaction_count) == (198, 1)
+    agents.thread_tool_call(project=project, thread_id=thread.pk, name="open_memory", arguments={"name": "quest"})
+    thread.refresh_from_db()
+    assert (thread.uncompacted_count, thread.compaction_count) == (0, 2)
+    assert len(spy.calls) == 1  # no model call for the forced checkpoint
+    checkpoint = thread.active_summary
+    assert checkpoint is not None and checkpoint.metadata is not None
+    assert checkpoint.metadata["checkpoint"] == {
+        "kind": "summarize", "forced": True, "summary": summary, "modelCalled": False, "writeBacksRefused": [],
+    }
+    assert (checkpoint.covers_to_sequence, checkpoint.tokens_total) == (first.summary.sequence_number + 200, None)
+
+
+def test_it_forces_a_checkpoint_with_a_model_call_when_messages_are_new(project: Project, spy: SpyModel, settings: Any) -> None:
+    settings.MEMORY_AGENT_MAX_VERBATIM_MESSAGES = 10
+    thread = quest_thread(project)
+    for i in range(6):
+        compaction.message_append_compacting(thread=thread, role="user", content=f"Line {i} of the story.")
+    thread.refresh_from_db()
+    assert (thread.uncompacted_count, thread.compaction_count, len(spy.calls)) == (1, 1, 1)
+    assert (thread.active_summary.metadata or {})["checkpoint"]["forced"] is True  # type: ignore[union-attr]
+
+
+def test_it_slides_the_window_with_no_summary_and_no_model_call(project: Project, spy: SpyModel) -> None:
+    thread = make_thread(project, max_open=None, max_tokens=1000, kind="sliding-window")
+    for i in range(11):
+        compaction.message_append_compacting(thread=thread, role="user", content=f"{i:03d}" + "x" * 397)  # 100 tokens each
+    thread.refresh_from_db()
+    assert spy.calls == []
+    assert (thread.compaction_count, thread.uncompacted_count) == (1, 5)
+    live = list(Message.objects.filter(thread=thread, compacted_at__isnull=True, is_summary=False))
+    assert [m.content[:3] for m in live] == ["006", "007", "008", "009", "010"]
+    checkpoint = thread.active_summary
+    assert checkpoint is not None
+    assert checkpoint.content == notes.context_block(summary=None, notes=[])
+    assert (checkpoint.metadata or {})["checkpoint"]["modelCalled"] is False
+
+
+def test_it_compacts_by_the_agent_budget_keeping_half_of_it_verbatim(project: Project, spy: SpyModel) -> None:
+    thread = make_thread(project, max_open=None, max_tokens=1000)
+    for i in range(11):
+        compaction.message_append_compacting(thread=thread, role="user", content=f"{i:03d}" + "x" * 397)
+    thread.refresh_from_db()
+    assert (thread.compaction_count, thread.uncompacted_count, len(spy.calls)) == (1, 5, 1)
+    assert spy.calls[0]["open_notes"] == []
+
+
+def msg(seq: int, tokens: int, meta: dict[str, Any] | None = None) -> Message:
+    return Message(sequence_number=seq, role="tool" if meta and "toolResult" in meta else "assistant",
+                   content="x" * (4 * tokens), metadata=meta)
+
+
+def test_it_never_splits_a_tool_call_from_its_result_at_the_boundary(project: Project) -> None:
+    thread = make_thread(project, max_open=100, max_tokens=1000)
+    agent = thread.agent
+    assert agent is not None
+    live = [
+        msg(1, 400),
+        msg(2, 300, {"toolCall": {"id": "c1"}}),
+        msg(3, 200, {"toolResult": {"id": "c1"}}),
+        msg(4, 200),
+    ]
+    # 1100 tokens > 1000: half (500) keeps #3 and #4, which would split #2 from #3.
+    fold, forced = agent_compaction._plan(thread, agent, live, manual=False)
+    assert ([m.sequence_number for m in fold], forced) == ([1, 2, 3], False)

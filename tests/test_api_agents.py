@@ -1,0 +1,206 @@
+"""/v1/memory/agents, an agent thread's tools and notes (memoryapp/api/agents.py; spec 004)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from memoryapp.models import Agent, MemoryNote
+from tests.conftest import BASE, Api
+
+AGENTS = "/v1/memory/agents"
+
+
+def put(api: Api, name: str, body: dict[str, Any]) -> Any:
+    return api.client.put(
+        f"{AGENTS}/{name}", data=json.dumps(body), content_type="application/json",
+        headers={"Authorization": f"Bearer {api.key}"},
+    )
+
+
+def agent_thread(api: Api, **agent: Any) -> str:
+    agent.setdefault("memory", {"maxOpenTokens": 1000})
+    agent.setdefault("compaction", {"type": "summarize", "maxTokens": 8000})
+    assert put(api, "dm", agent).status_code in (200, 201)
+    return str(api.create_thread(agent="dm")["threadId"])
+
+
+def tool(api: Api, thread_id: str, tool_name: str, /, **arguments: Any) -> Any:
+    return api.post(f"{BASE}/threads/{thread_id}/tools", {"name": tool_name, "arguments": arguments})
+
+
+def test_it_creates_an_agent_with_201_and_updates_with_200(api: Api) -> None:
+    resp = put(api, "dm", {"systemPrompt": "You are the DM.", "memory": {}, "compaction": {"maxTokens": 16000}})
+    assert resp.status_code == 201
+    body = resp.json()
+    assert {k: body[k] for k in ("name", "systemPrompt", "memory", "compaction")} == {
+        "name": "dm", "systemPrompt": "You are the DM.", "memory": {"maxOpenTokens": 4000},
+        "compaction": {"type": "summarize", "maxTokens": 16000},
+    }
+    assert body["createdAt"].endswith("Z") and body["updatedAt"].endswith("Z")
+    resp = put(api, "dm", {"systemPrompt": "Changed."})
+    assert resp.status_code == 200
+    assert (resp.json()["systemPrompt"], resp.json()["memory"], resp.json()["compaction"]) == (
+        "Changed.", None, {"type": "summarize", "maxTokens": 16000},
+    )
+    assert resp.json()["createdAt"] == body["createdAt"]
+    assert Agent.objects.count() == 1
+
+
+def test_it_refuses_default_memory_with_summarize_8000_at_definition(api: Api) -> None:
+    resp = put(api, "dm", {"memory": {}, "compaction": {"type": "summarize", "maxTokens": 8000}})
+    assert resp.status_code == 400
+    assert resp.json() == {
+        "error": "Validation error",
+        "issues": [{
+            "path": ["memory", "maxOpenTokens"],
+            "message": "memory.maxOpenTokens (4000) must be below half of compaction.maxTokens "
+            "(8000 / 2 = 4000), so open memories cannot crowd out recent history. Either give the "
+            "agent more room (compaction.maxTokens above 8000) or take less of it for memories "
+            "(memory.maxOpenTokens below 4000).",
+            "code": "max_open_tokens_too_large",
+        }],
+    }
+    assert not Agent.objects.exists()
+
+
+def test_it_accepts_max_open_tokens_1000_with_8000(api: Api) -> None:
+    resp = put(api, "dm", {"memory": {"maxOpenTokens": 1000}, "compaction": {"type": "summarize", "maxTokens": 8000}})
+    assert resp.status_code == 201
+    assert resp.json()["memory"] == {"maxOpenTokens": 1000}
+    assert put(api, "dm", {"memory": {}, "compaction": {"maxTokens": 16000}}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "path"),
+    [
+        ("two%20words", {}, ["name"]),
+        ("-dash", {}, ["name"]),
+        ("x" * 65, {}, ["name"]),
+        ("dm", {"compaction": {"type": "fifo"}}, ["compaction", "type"]),
+        ("dm", {"compaction": {"maxTokens": "8000"}}, ["compaction", "maxTokens"]),
+        ("dm", {"memory": {"maxOpenTokens": 0}}, ["memory", "maxOpenTokens"]),
+        ("dm", {"memory": []}, ["memory"]),
+        ("dm", {"systemPrompt": 5}, ["systemPrompt"]),
+    ],
+)
+def test_it_refuses_bad_definitions_naming_the_field(api: Api, name: str, body: dict[str, Any], path: list[str]) -> None:
+    resp = put(api, name, body)
+    assert resp.status_code == 400
+    assert resp.json()["error"] == "Validation error"
+    assert resp.json()["issues"][0]["path"] == path
+    assert not Agent.objects.exists()
+
+
+def test_it_gets_and_lists_agents_of_the_key_project_only(api: Api, outsider_api: Api) -> None:
+    put(api, "dm", {"memory": {}})
+    put(api, "bard", {})
+    assert [a["name"] for a in api.get(AGENTS).json()["agents"]] == ["bard", "dm"]
+    assert api.get(f"{AGENTS}/dm").json()["memory"] == {"maxOpenTokens": 4000}
+    assert outsider_api.get(f"{AGENTS}/dm").status_code == 404
+    assert outsider_api.get(f"{AGENTS}/dm").json() == {"error": "Agent not found"}
+    assert outsider_api.get(AGENTS).json() == {"agents": []}
+
+
+def test_it_lists_the_three_tools_as_function_declarations(api: Api) -> None:
+    put(api, "dm", {"memory": {}})
+    put(api, "bard", {})
+    tools = api.get(f"{AGENTS}/dm/tools").json()["tools"]
+    assert [t["name"] for t in tools] == ["open_memory", "close_memory", "delete_memory"]
+    assert tools[1]["parameters"] == {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "The memory's short handle, e.g. quest (letters, digits, _ - .)."},
+            "description": {"type": "string", "description": "One line: what the memory holds and when to open it."},
+            "content": {"type": "string", "description": "The full body of the memory (replaces the old body)."},
+        },
+        "required": ["name"],
+    }
+    assert api.get(f"{AGENTS}/bard/tools").json() == {"tools": []}
+    assert api.get(f"{AGENTS}/nobody/tools").status_code == 404
+
+
+def test_it_creates_a_thread_with_an_agent_and_refuses_an_unknown_one(api: Api) -> None:
+    put(api, "dm", {"memory": {}})
+    assert api.create_thread(agent="dm")["agent"] == "dm"
+    assert api.create_thread()["agent"] is None
+    resp = api.post(f"{BASE}/threads", {"dataset": "u", "agent": "ghost"})
+    assert resp.status_code == 400
+    assert resp.json()["issues"] == [{
+        "path": ["agent"],
+        "message": "No agent named 'ghost' in this project; define it with PUT /v1/memory/agents/{name}",
+        "code": "unknown_agent",
+    }]
+
+
+def test_it_runs_a_tool_and_answers_tool_errors_with_200(api: Api) -> None:
+    thread_id = agent_thread(api)
+    resp = tool(api, thread_id, "close_memory", name="quest", description="Goal", content="Find the key.")
+    assert resp.status_code == 200
+    body = resp.json()
+    assert {k: body[k] for k in ("result", "isError", "name", "callSequence", "resultSequence")} == {
+        "result": "Saved new memory 'quest' (closed).", "isError": False, "name": "close_memory",
+        "callSequence": 1, "resultSequence": 2,
+    }
+    assert body["note"]["isOpen"] is False and body["note"]["content"] == "Find the key."
+    resp = tool(api, thread_id, "close_memory", name="quest", content="blind")
+    assert resp.status_code == 200
+    assert resp.json()["isError"] is True
+    assert resp.json()["note"] is None
+    assert (resp.json()["callSequence"], resp.json()["resultSequence"]) == (3, 4)
+
+
+@pytest.mark.parametrize(
+    "body", [{}, {"name": 5}, {"name": "open_memory", "arguments": []}, {"name": "open_memory", "arguments": "x"}]
+)
+def test_it_answers_a_malformed_tool_request_with_400(api: Api, body: dict[str, Any]) -> None:
+    thread_id = agent_thread(api)
+    resp = api.post(f"{BASE}/threads/{thread_id}/tools", body)
+    assert resp.status_code == 400
+    assert resp.json()["error"] == "Validation error"
+    assert api.get(f"{BASE}/threads/{thread_id}/messages").json()["total"] == 0
+
+
+def test_it_answers_409_on_a_thread_without_a_memory_agent(api: Api) -> None:
+    plain = api.create_thread()["threadId"]
+    put(api, "bard", {})
+    no_memory = api.create_thread(agent="bard")["threadId"]
+    for thread_id in (plain, no_memory):
+        resp = tool(api, thread_id, "open_memory", name="x")
+        assert resp.status_code == 409
+        assert resp.json()["error"] == "Thread has no memory-enabled agent"
+        assert api.get(f"{BASE}/threads/{thread_id}/notes").status_code == 409
+    assert api.get(f"{BASE}/threads/{plain}/messages").json()["total"] == 0
+
+
+def test_it_hides_another_project_thread_from_tools_and_notes(api: Api, outsider_api: Api) -> None:
+    thread_id = agent_thread(api)
+    assert tool(outsider_api, thread_id, "open_memory", name="x").status_code == 404
+    assert outsider_api.get(f"{BASE}/threads/{thread_id}/notes").json() == {"error": "Thread not found"}
+    assert tool(api, "not-a-uuid", "open_memory", name="x").status_code == 404
+
+
+def test_it_lists_notes_with_sizes_and_budgets(api: Api) -> None:
+    thread_id = agent_thread(api)
+    tool(api, thread_id, "close_memory", name="quest", description="Goal", content="Find the key.")
+    tool(api, thread_id, "close_memory", name="npcs", description="People", content="Ferryman: wary.")
+    tool(api, thread_id, "open_memory", name="quest")
+    body = api.get(f"{BASE}/threads/{thread_id}/notes").json()
+    assert [{k: n[k] for k in ("name", "description", "content", "isOpen", "tokens", "bytes")} for n in body["notes"]] == [
+        {"name": "quest", "description": "Goal", "content": "Find the key.", "isOpen": True, "tokens": 4, "bytes": 22},
+        {"name": "npcs", "description": "People", "content": "Ferryman: wary.", "isOpen": False, "tokens": 4, "bytes": 25},
+    ]
+    assert {k: body[k] for k in ("openTokens", "maxOpenTokens", "storeBytes", "storeCapBytes")} == {
+        "openTokens": 4, "maxOpenTokens": 1000, "storeBytes": 47, "storeCapBytes": 1_048_576,
+    }
+
+
+def test_it_keeps_notes_and_history_when_the_agent_is_defined_again(api: Api) -> None:
+    thread_id = agent_thread(api)
+    tool(api, thread_id, "close_memory", name="quest", description="Goal", content="Find the key.")
+    assert put(api, "dm", {"memory": {"maxOpenTokens": 2000}, "compaction": {"maxTokens": 9000}}).status_code == 200
+    assert MemoryNote.objects.get().content == "Find the key."
+    assert api.get(f"{BASE}/threads/{thread_id}/messages").json()["total"] == 2
+    assert api.get(f"{BASE}/threads/{thread_id}/notes").json()["maxOpenTokens"] == 2000
