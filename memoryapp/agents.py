@@ -86,18 +86,19 @@ def agent_define(
     if memory is not None:
         max_open = int(memory.get("maxOpenTokens") or settings.MEMORY_AGENT_DEFAULT_MAX_OPEN_TOKENS)
     check_budget(max_open_tokens=max_open, max_tokens=max_tokens)
+    now = timezone.now()
     values = {
         "system_prompt": system_prompt,
         "max_open_tokens": max_open,
         "compaction_type": compaction.get("type") or Agent.CompactionType.SUMMARIZE,
         "compaction_max_tokens": max_tokens,
-        "updated": timezone.now(),
+        "updated": now,
     }
     for _ in range(2):  # a concurrent first definition of the same name: update it instead
         try:
             with transaction.atomic():
                 agent, created = Agent.objects.select_for_update().update_or_create(
-                    project=project, name=name, defaults=values
+                    project=project, name=name, defaults=values, create_defaults={**values, "created": now}
                 )
             return agent, created
         except IntegrityError:

@@ -137,12 +137,12 @@ def _project(request: HttpRequest) -> Project:
     return key.project
 
 
-@router.put("/agents/{name}", response={200: AgentOut, 201: AgentOut, **ERRORS}, summary="Define an agent")
-def put_agent(request: HttpRequest, name: str, payload: AgentIn) -> Status[dict[str, Any]]:
+@router.put("/agents/{agent_name}", response={200: AgentOut, 201: AgentOut, **ERRORS}, summary="Define an agent")
+def put_agent(request: HttpRequest, agent_name: str, payload: AgentIn) -> Status[dict[str, Any]]:
     """Create (201) or update (200) the agent; its threads keep history and notes."""
     agent, created = agents.agent_define(
         project=_project(request),
-        name=name,
+        name=agent_name,
         system_prompt=payload.systemPrompt,
         memory=payload.memory.model_dump(exclude_none=True) if payload.memory is not None else None,
         compaction=payload.compaction.model_dump(exclude_none=True) if payload.compaction else None,
@@ -155,15 +155,15 @@ def list_agents(request: HttpRequest) -> dict[str, Any]:
     return {"agents": [agents.agent_to_dict(a) for a in agents.agent_list(project=_project(request))]}
 
 
-@router.get("/agents/{name}", response={200: AgentOut, **ERRORS}, summary="Get an agent")
-def get_agent(request: HttpRequest, name: str) -> dict[str, Any]:
-    return agents.agent_to_dict(agents.agent_get(project=_project(request), name=name))
+@router.get("/agents/{agent_name}", response={200: AgentOut, **ERRORS}, summary="Get an agent")
+def get_agent(request: HttpRequest, agent_name: str) -> dict[str, Any]:
+    return agents.agent_to_dict(agents.agent_get(project=_project(request), name=agent_name))
 
 
-@router.get("/agents/{name}/tools", response={200: ToolListOut, **ERRORS}, summary="An agent's tools")
-def get_tools(request: HttpRequest, name: str) -> dict[str, Any]:
+@router.get("/agents/{agent_name}/tools", response={200: ToolListOut, **ERRORS}, summary="An agent's tools")
+def get_tools(request: HttpRequest, agent_name: str) -> dict[str, Any]:
     """The memory tools as function declarations (empty when the agent has no memory)."""
-    agent = agents.agent_get(project=_project(request), name=name)
+    agent = agents.agent_get(project=_project(request), name=agent_name)
     return {"tools": [notes.tool_to_dict(t) for t in agents.agent_tools(agent=agent)]}
 
 
