@@ -120,3 +120,30 @@ class ProjectSettingsForm(_NoColon, forms.ModelForm):
     class Meta:
         model = Project
         fields = ["name"]
+
+
+class AgentForm(_NoColon, forms.Form):
+    """Define (or redefine) an agent (spec 004 "Turning it on"): the dashboard's PUT."""
+
+    name = forms.RegexField(
+        regex=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+        max_length=64,
+        help_text="Letters, digits, _ - . (defining an existing name updates its config only).",
+        error_messages={"invalid": "Use 1 to 64 letters, digits, '_', '-' or '.', starting with a letter or digit."},
+    )
+    system_prompt = forms.CharField(
+        label="System prompt", required=False, max_length=100_000, widget=forms.Textarea(attrs={"rows": 4})
+    )
+    memory = forms.BooleanField(
+        label="Memory (the three memory tools)", required=False, initial=True
+    )
+    max_open_tokens = forms.IntegerField(
+        label="maxOpenTokens", required=False, min_value=1, max_value=100_000_000,
+        help_text="Empty: 4000. Must stay below half of maxTokens.",
+    )
+    compaction_type = forms.ChoiceField(
+        label="Compaction", choices=[("summarize", "summarize"), ("sliding-window", "sliding-window")]
+    )
+    max_tokens = forms.IntegerField(
+        label="maxTokens", required=False, min_value=200, max_value=100_000_000, help_text="Empty: 16000."
+    )

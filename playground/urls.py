@@ -10,7 +10,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from memoryapp.ratelimit import login_throttle
-from playground import job_views, views
+from playground import agent_views, job_views, views
 
 app_name = "playground"
 
@@ -34,6 +34,9 @@ urlpatterns = [
     path("dashboard/threads/<uuid:thread_id>/playground/", views.playground, name="playground"),
     path("dashboard/threads/<uuid:thread_id>/jobs/", job_views.thread_jobs, name="thread-jobs"),
     path("dashboard/jobs/<uuid:job_id>/retry/", job_views.job_retry, name="job-retry"),
+    path("dashboard/agents/", agent_views.agent_list, name="agents"),
+    path("dashboard/threads/<uuid:thread_id>/agent/", agent_views.agent_thread, name="agent-thread"),
+    path("dashboard/threads/<uuid:thread_id>/memories/", agent_views.memories, name="memories"),
     path("dashboard/members/", views.members, name="members"),
     path(
         "dashboard/members/<int:membership_id>/remove/",

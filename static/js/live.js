@@ -41,6 +41,13 @@
       if (wanted.jobs && root.dataset.jobsUrl && document.getElementById("jobs")) {
         jobs.push(htmx.ajax("GET", root.dataset.jobsUrl, { source: "#jobs", target: "#jobs", swap: "outerHTML" }));
       }
+      // Other live fragments (the Agents and Memories surfaces) name their own URL.
+      if (wanted.messages) {
+        document.querySelectorAll("[data-live-url][id]").forEach(function (el) {
+          var sel = "#" + el.id;
+          jobs.push(htmx.ajax("GET", el.dataset.liveUrl, { source: sel, target: sel, swap: "outerHTML" }));
+        });
+      }
       wanted = { messages: false, stats: false, jobs: false };
       if (!jobs.length) return;
       inFlight = true;

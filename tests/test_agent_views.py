@@ -1,0 +1,124 @@
+"""The Agents and Memories surfaces (playground/agent_views.py; spec 004; issue 9 item 7)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memoryapp import agents, compaction, notes, working
+from memoryapp.models import Agent, ApiKey, Membership, Thread
+from tests.test_dashboard_views import World, make_membership, make_project, make_user, tree, url
+
+
+@pytest.fixture
+def world(db: None, settings: Any) -> World:
+    """An owner and a member of Acme, and an outsider who owns another project."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    project, other = make_project("Acme"), make_project("Other")
+    owner, member, outsider = make_user("olivia"), make_user("mark"), make_user("oscar")
+    make_membership(owner, project, Membership.Role.OWNER)
+    member_membership = make_membership(member, project, Membership.Role.MEMBER)
+    make_membership(outsider, other, Membership.Role.OWNER)
+    thread = working.thread_create(project=project, dataset="user_42")
+    key, _ = ApiKey.issue(project=project, name="ci")
+    return World(project, owner, member, outsider, other, thread, key, member_membership)
+
+VIEWS = [
+    ("playground:agents", False, ["get", "post"], "delete"),
+    ("playground:agent-thread", True, ["get"], "post"),
+    ("playground:memories", True, ["get"], "post"),
+]
+
+
+def agent_thread(world: World) -> Thread:
+    agent, _ = agents.agent_define(
+        project=world.project, name="dm", system_prompt="You are the DM.",
+        memory={"maxOpenTokens": 1000}, compaction={"type": "summarize", "maxTokens": 8000},
+    )
+    return working.thread_create(project=world.project, dataset="user_42", agent=agent)
+
+
+def call(thread: Thread, tool: str, /, **arguments: Any) -> notes.ToolCallRecord:
+    return notes.tool_run(thread_id=thread.pk, name=tool, arguments=arguments)
+
+
+@pytest.mark.parametrize(("name", "with_thread", "methods", "wrong"), VIEWS, ids=[v[0] for v in VIEWS])
+def test_it_answers_outsiders_404_and_wrong_methods_405(
+    world: World, name: str, with_thread: bool, methods: list[str], wrong: str
+) -> None:
+    thread = agent_thread(world)
+    args = (thread.pk,) if with_thread else ()
+    outsider = world.client(world.outsider)
+    for method in methods:
+        assert getattr(outsider, method)(url(name, world.project, *args)).status_code == 404
+    assert getattr(world.client(world.member), wrong)(url(name, world.project, *args)).status_code == 405
+    assert world.client(None).get(url(name, world.project, *args)).status_code == 302
+
+
+def test_it_defines_an_agent_from_the_form(world: World) -> None:
+    client = world.client(world.member)
+    resp = client.post(url("playground:agents", world.project), {
+        "name": "dm", "system_prompt": "Keep the story straight.", "memory": "on",
+        "max_open_tokens": "1000", "compaction_type": "summarize", "max_tokens": "8000",
+    })
+    assert resp.status_code == 302
+    agent = Agent.objects.get(project=world.project, name="dm")
+    assert (agent.system_prompt, agent.max_open_tokens, agent.compaction_type, agent.compaction_max_tokens) == (
+        "Keep the story straight.", 1000, "summarize", 8000,
+    )
+    page = tree(client.get(url("playground:agents", world.project)))
+    row = page.by_testid("agent")
+    assert [n.attrs["data-name"] for n in row] == ["dm"]
+    assert page.by_testid("agent-memory")[0].full_text() == "maxOpenTokens 1000"
+
+
+def test_it_refuses_a_budget_that_breaks_the_rule_with_the_message(world: World) -> None:
+    resp = world.client(world.owner).post(url("playground:agents", world.project), {
+        "name": "dm", "memory": "on", "compaction_type": "summarize", "max_tokens": "8000",
+    })
+    assert resp.status_code == 400
+    assert "memory.maxOpenTokens (4000) must be below half of compaction.maxTokens (8000 / 2 = 4000)" in resp.content.decode()
+    assert not Agent.objects.exists()
+
+
+def test_it_shows_each_tool_call_with_arguments_result_and_error(world: World) -> None:
+    thread = agent_thread(world)
+    working.message_append(thread=thread, role="user", content="Remember the key.")
+    call(thread, "close_memory", name="quest", description="Goal", content="Find the key.")
+    call(thread, "close_memory", name="quest", content="blind")
+    page = tree(world.client(world.member).get(url("playground:agent-thread", world.project, thread.pk)))
+    calls = page.by_testid("tool-call")
+    assert [(c.attrs["data-name"], c.attrs["data-error"]) for c in calls] == [
+        ("close_memory", "false"), ("close_memory", "true"),
+    ]
+    assert '"content": "Find the key."' in calls[0].by_testid("tool-arguments")[0].full_text()
+    assert calls[0].by_testid("tool-result")[0].full_text() == "Saved new memory 'quest' (closed)."
+    assert calls[1].by_testid("tool-result")[0].full_text().startswith("Error: memory 'quest' is closed")
+    assert len(calls[1].by_testid("tool-error")) == 1
+    assert "Remember the key." in page.by_testid("agent-turns")[0].full_text()
+
+
+def test_it_shows_notes_gauges_and_versions_with_diff_and_author(world: World) -> None:
+    thread = agent_thread(world)
+    call(thread, "close_memory", name="quest", description="What the player is trying to do right now, and why",
+         content="Find the key.")
+    call(thread, "close_memory", name="npcs", description="People", content="Ferryman.")
+    call(thread, "open_memory", name="quest")
+    working.message_append(thread=thread, role="user", content="The player now wants the crown.")
+    assert compaction.compact(thread_id=thread.pk) is not None
+    client = world.client(world.member)
+    page = tree(client.get(url("playground:memories", world.project, thread.pk)))
+    notes_ = page.by_testid("note")
+    assert [(n.attrs["data-name"], n.attrs["data-open"]) for n in notes_] == [("quest", "true"), ("npcs", "false")]
+    assert page.by_testid("open-tokens")[0].full_text() == str(notes.MemoryNote.objects.get(name="quest").tokens)
+    assert page.by_testid("max-open-tokens")[0].full_text() == "1000"
+    assert page.by_testid("store-bytes")[0].full_text() == str(notes.store_bytes(thread.pk))
+    assert page.by_testid("store-gauge")[0].attrs["max"] == "1048576"
+    versions = notes_[0].by_testid("note-version")
+    assert [(v.attrs["data-author"], v.attrs["data-action"]) for v in versions] == [
+        ("compactor", "updated"), ("agent", "created"),
+    ]
+    assert "+- user: The player now wants the crown." in versions[0].by_testid("version-diff")[0].full_text()
+    partial = client.get(url("playground:memories", world.project, thread.pk), headers={"HX-Request": "true"})
+    assert partial.content.decode().lstrip().startswith('<section id="memory-store"')
