@@ -38,6 +38,7 @@ from memoryapp.llm.port import ToolSpec
 from memoryapp.models import Agent, MemoryNote, MemoryNoteVersion, Message, Thread
 from memoryapp.timefmt import iso_ms
 from memoryapp.tokens import count_tokens
+from memoryapp.validation import json_problem, storable_problem
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 NAME_RULE = "1 to 64 letters, digits, '_', '-' or '.', starting with a letter or digit"
@@ -406,6 +407,14 @@ def tool_run(
     """
     call_id = call_id or f"call_{uuid.uuid4().hex[:16]}"
     extra = dict(turn_metadata or {})
+    bad = json_problem(arguments)
+    if bad is not None and bad[0] != "too_large":
+        # A model's call the database could not store (NUL, unpaired surrogate, NaN): an
+        # answer for the model, recorded without the unstorable arguments.
+        name, arguments = (name if not storable_problem(name) else "?"), {}
+        refused: ToolOutcome | None = _error(f"Error: the arguments cannot be stored ({bad[1]}).")
+    else:
+        refused = None
     with transaction.atomic():
         thread = (
             Thread.objects.select_for_update(of=("self",)).select_related("agent").filter(pk=thread_id).first()
@@ -415,7 +424,7 @@ def tool_run(
         agent = thread.agent
         if agent is None or not agent.has_memory:
             raise NoMemoryAgent()
-        outcome = _dispatch(thread, agent, name, arguments)
+        outcome = refused or _dispatch(thread, agent, name, arguments)
         call = working.message_append(
             thread=thread,
             role=Message.Role.ASSISTANT,

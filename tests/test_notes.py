@@ -303,3 +303,13 @@ def test_it_serializes_20_parallel_close_calls_and_never_passes_the_cap(settings
     for call_row, result_row in zip(rows[::2], rows[1::2], strict=True):
         assert call_row.metadata and result_row.metadata
         assert call_row.metadata["toolCall"]["id"] == result_row.metadata["toolResult"]["id"]
+
+
+def test_it_answers_unstorable_arguments_with_a_tool_error(thread: Thread) -> None:
+    rec = call(thread, "close_memory", name="quest", description="Goal", content="a\x00b")
+    assert (rec.outcome.is_error, rec.outcome.result) == (
+        True, "Error: the arguments cannot be stored (text must not contain NUL characters).",
+    )
+    assert rec.call_message.metadata is not None
+    assert rec.call_message.metadata["toolCall"]["arguments"] == {}
+    assert not MemoryNote.objects.exists()
