@@ -71,7 +71,11 @@ def thread_create(
     """
     clean = _clean_tags(tags or [])
     with transaction.atomic():
+        now = timezone.now()
+        # One clock read for both, so a new thread's lastActivityAt equals its createdAt.
         thread = Thread.objects.create(
+            created=now,
+            last_activity=now,
             project=project,
             dataset=dataset,
             tags=clean,
