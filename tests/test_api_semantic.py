@@ -68,8 +68,8 @@ def test_it_lists_entities_with_fact_counts(api: Api) -> None:
     _episode(api, "I drive a Honda Civic", "my sister is Mara")
     body = api.get(f"{SEMANTIC}/entities", dataset="user_42").json()
     assert [(e["name"], e["kind"], e["summary"], e["factCount"]) for e in body["entities"]] == [
-        ("Honda Civic", "product", "", 1),
-        ("Mara", "person", "", 1),
+        ("Honda Civic", "product", "The user drives a Honda Civic.", 1),
+        ("Mara", "person", "The user's sister is Mara.", 1),
         ("user", "person", "", 2),
     ]
     assert set(body["entities"][0]) == {"entityId", "name", "kind", "summary", "factCount"}

@@ -584,6 +584,9 @@ def _confirm_names(found: list[_Found]) -> None:
 
 
 def _entities(found: list[_Found]) -> tuple[list[ExtractedEntity], Counter[str]]:
+    """The episode's entities, each with its most specific kind and, unless it is a
+    speaker, the first fact that names it as its summary."""
+    speakers = {f.subject.casefold() for f in found}
     kinds: dict[str, ExtractedEntity] = {}
     mentions: Counter[str] = Counter()
     for fact in found:
@@ -592,7 +595,10 @@ def _entities(found: list[_Found]) -> tuple[list[ExtractedEntity], Counter[str]]
             mentions[key] += 1
             known = kinds.get(key)
             if known is None or (known.kind == "thing" and kind != "thing"):
-                kinds[key] = ExtractedEntity(name=known.name if known else name, kind=kind)
+                summary = known.summary if known else ("" if key in speakers else fact.text)
+                kinds[key] = ExtractedEntity(
+                    name=known.name if known else name, kind=kind, summary=summary[:300]
+                )
     return list(kinds.values()), mentions
 
 
