@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
+import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
@@ -44,10 +48,20 @@ def _note(job: Job) -> dict[str, Any]:
     return {"sequenceNumber": appended.message.sequence_number}
 
 
+@jobs.job_kind("test.stall", key=lambda args: args["text"], timeout_seconds=1)
+def _stall(job: Job) -> dict[str, Any] | None:
+    """Like test.note, then hangs while ``state["stall"]`` (until its worker is killed)."""
+    result = _note(job)
+    while state["stall"]:
+        time.sleep(0.05)
+    return result
+
+
 @pytest.fixture(autouse=True)
 def fresh_state() -> Iterator[None]:
     calls.clear()
     state["fail"] = False
+    state["stall"] = False
     yield
 
 
@@ -277,6 +291,63 @@ def test_it_keeps_a_running_job_running_within_its_lease(project: Project, setti
     assert jobs.job_get(project=project, job_id=job.pk).status == "running"
     with pytest.raises(JobNotRetryable):
         jobs.job_retry(job=job)
+
+
+def _wait_for(condition: Callable[[], bool], what: str) -> None:
+    """Poll ``condition`` until true (a wait for another process, not a timed assertion)."""
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.05)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_leaves_a_job_retryable_when_its_db_worker_process_is_killed_and_writes_once(
+    thread: Thread, settings: Any
+) -> None:
+    from django.db import connections
+
+    settings.TASKS = DATABASE
+    job = jobs.job_enqueue(
+        project=thread.project, thread=thread, kind="test.stall", args={"text": "kept once"}
+    )
+    first_task = job.task_result_id
+    state["stall"] = True  # the forked worker hangs inside the job after writing
+    # The child must not share the parent's database connection (nor psycopg's pool).
+    connections.close_all()
+    for conn in connections.all():
+        close_pool = getattr(conn, "close_pool", None)
+        if close_pool is not None:
+            close_pool()
+    worker = multiprocessing.get_context("fork").Process(
+        target=lambda: Worker(
+            queue_names=["default"], interval=0.05, batch=False, backend_name="default",
+            startup_delay=False, max_tasks=None, worker_id="doomed", excluded_queue_names=[],
+        ).run(),
+        daemon=True,
+    )
+    worker.start()
+    state["stall"] = False
+    _wait_for(lambda: Message.objects.filter(thread=thread).exists(), "the job's write")
+    assert Job.objects.get(pk=job.pk).status == "running"
+
+    os.kill(worker.pid or 0, signal.SIGKILL)
+    worker.join(timeout=10)
+
+    # The library's row stays RUNNING for ever; our job reads failed once its lease is over.
+    assert DBTaskResult.objects.get(id=first_task).status == "RUNNING"
+    _wait_for(lambda: jobs.job_reap_lost() == 1, "the 1 s lease to pass")
+    failed = jobs.job_get(project=thread.project, job_id=job.pk)
+    assert (failed.status, failed.error, failed.attempts) == ("failed", jobs.LOST_ERROR, 1)
+
+    jobs.job_retry(job=failed)
+    _worker().run()
+
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.result) == ("succeeded", 2, {"sequenceNumber": 1})
+    assert list(Message.objects.filter(thread=thread).values_list("content", flat=True)) == [
+        "kept once"
+    ]
 
 
 def _worker() -> Worker:
