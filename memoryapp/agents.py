@@ -8,6 +8,7 @@ agent's compaction look at the grown history (memoryapp.agent_compaction).
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -18,6 +19,7 @@ from memoryapp import agent_compaction, notes
 from memoryapp.errors import AgentNotFound, InvalidInput, ThreadNotFound
 from memoryapp.llm.port import ToolSpec
 from memoryapp.models import Agent, Project, Thread
+from memoryapp.results import AutoCompaction
 from memoryapp.timefmt import iso_ms
 
 NAME_RULE = notes.NAME_RULE
@@ -137,9 +139,17 @@ def agent_tools(*, agent: Agent) -> list[ToolSpec]:
     return list(notes.TOOL_SPECS) if agent.has_memory else []
 
 
+@dataclass(frozen=True)
+class ToolCallOutcome:
+    """A tool call as run and recorded (``record``) and the compaction it led to."""
+
+    record: notes.ToolCallRecord
+    compaction: AutoCompaction
+
+
 def thread_tool_call(
     *, project: Project, thread_id: str | uuid.UUID, name: str, arguments: dict[str, Any], call_id: str | None = None
-) -> notes.ToolCallRecord:
+) -> ToolCallOutcome:
     """Run one memory tool on the thread (POST .../threads/{threadId}/tools; spec 004 "The
     tools"), record the call and its result, then compact if the agent's budget says so.
 
@@ -153,5 +163,4 @@ def thread_tool_call(
     if not Thread.objects.filter(pk=pk, project=project).exists():
         raise ThreadNotFound()
     record = notes.tool_run(thread_id=pk, name=name, arguments=arguments, call_id=call_id)
-    agent_compaction.auto_compact(thread_id=pk)
-    return record
+    return ToolCallOutcome(record=record, compaction=agent_compaction.auto_compact(thread_id=pk))

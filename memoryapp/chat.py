@@ -22,11 +22,11 @@ from typing import Any
 
 from django.db import DatabaseError, transaction
 
-from memoryapp import compaction, events, llm, usage, working
-from memoryapp.errors import ModelCallFailed, ThreadNotFound
+from memoryapp import agent_turn, compaction, events, llm, usage, working
+from memoryapp.errors import ModelCallFailed, NoMemoryAgent, ThreadNotFound
 from memoryapp.llm import Prices
-from memoryapp.llm.port import ChatMessage, ModelError, Usage
-from memoryapp.models import Message, Thread, Turn, UsageLine
+from memoryapp.llm.port import ChatMessage, ModelError, ToolCall, ToolSpec, Usage
+from memoryapp.models import Agent, Message, Thread, Turn, UsageLine
 from memoryapp.recall import recall
 from memoryapp.results import AppendOutcome, ContextWindow
 from memoryapp.timefmt import iso_ms
@@ -82,6 +82,7 @@ class TurnRecord:
     context: dict[str, Any] = field(default_factory=dict)
     pieces: list[str] = field(default_factory=list)
     model_usage: Usage | None = None
+    agent: Agent | None = None
     usage_estimated: bool = False
     model_name: str = ""
     reply_outcome: AppendOutcome | None = None
@@ -235,10 +236,12 @@ def step_build_input(record: TurnRecord) -> None:
     window = record.window
     assert window is not None, "the prepare step runs first"
     recall_context = record.recalled["context"] if record.recalled else ""
+    record.agent = agent_turn.thread_agent(record.thread)
     record.instruction = system_instruction(
-        recall_context=recall_context, system_prompt=record.system_prompt
+        recall_context=recall_context,
+        system_prompt=agent_turn.system_prompt(record.agent, record.system_prompt),
     )
-    record.model_input = [ChatMessage(role=m.role, content=m.content) for m in window.messages]
+    record.model_input = [agent_turn.chat_message(m) for m in window.messages]
     layers = {
         "systemPrompt": count_tokens(record.system_prompt),
         "recallContext": count_tokens(recall_context),
@@ -258,25 +261,75 @@ def step_build_input(record: TurnRecord) -> None:
     }
 
 
-def step_call_model(record: TurnRecord) -> None:
-    """Stream the reply outside every transaction, each text piece to ``chat.delta``.
-    On failure (or an empty reply) the Turn records the error, ``chat.error`` is sent and
-    ChatModelFailed is raised; the user message stays stored."""
-    start = time.perf_counter()
+def _stream_round(record: TurnRecord, start: float, tools: list[ToolSpec]) -> list[ToolCall]:
+    """One model call: stream its text to ``chat.delta``, add its usage, return the tool
+    calls it asked for."""
     turn_id = record.stored_turn.pk
+    calls: list[ToolCall] = []
+    stream = llm.get_model().reply(
+        system_instruction=record.instruction, messages=record.model_input, tools=tools or None
+    )
+    for chunk in stream:
+        record.model_name = chunk.model or record.model_name
+        calls.extend(chunk.tool_calls)
+        if chunk.text:
+            if not record.pieces:
+                record.timings["firstTextMs"] = _ms(start)
+            record.pieces.append(chunk.text)
+            events.chat_stream(record.thread.pk, "chat.delta", {"turnId": turn_id, "text": chunk.text})
+        if chunk.done and chunk.usage is not None:
+            spent = record.model_usage or Usage()
+            record.model_usage = Usage(
+                input_tokens=spent.input_tokens + chunk.usage.input_tokens,
+                output_tokens=spent.output_tokens + chunk.usage.output_tokens,
+            )
+    return calls
+
+
+def _tool_loop(record: TurnRecord, start: float) -> None:
+    """Call the model, and while it asks for memory tools (an agent with memory; spec
+    004), run and record each call, hand the results back and call it again, at most
+    MEMORY_AGENT_MAX_TOOL_ROUNDS rounds. Past the bound the turn stops with what the
+    model said and a line saying it was stopped."""
+    tools = agent_turn.tools_for(record.agent)
+    views: list[dict[str, Any]] = []
+    stopped = False
+    for round_number in range(agent_turn.max_rounds() + 1):
+        calls = _stream_round(record, start, tools)
+        if not calls or not tools:
+            break
+        if round_number == agent_turn.max_rounds():
+            stopped = True
+            note = ("\n\n" if record.reply_text else "") + (
+                f"[stopped: the model asked for more memory tool calls after {round_number} rounds]"
+            )
+            record.pieces.append(note)
+            events.chat_stream(record.thread.pk, "chat.delta", {"turnId": record.stored_turn.pk, "text": note})
+            break
+        for call in calls:
+            # Not inside a transaction: a call may compact the thread, a model call.
+            # A deleted thread raises ThreadNotFound (404), as in every step.
+            try:
+                ran = agent_turn.run_call(thread=record.thread, call=call, prices=record.prices)
+            except NoMemoryAgent:  # the agent was redefined without memory meanwhile
+                tools = []
+                break
+            record.model_input.extend(ran.messages)
+            record.lines.extend(ran.lines)
+            views.append(ran.view)
+    if tools:
+        record.context["toolCalls"] = views
+        record.context["toolLoopStopped"] = stopped
+
+
+def step_call_model(record: TurnRecord) -> None:
+    """Stream the reply outside every transaction, each text piece to ``chat.delta``
+    (with an agent's memory tools, the tool loop of _tool_loop). On failure (or an empty
+    reply) the Turn records the error, ``chat.error`` is sent and ChatModelFailed is
+    raised; the user message (and any tool call made) stays stored."""
+    start = time.perf_counter()
     try:
-        stream = llm.get_model().reply(
-            system_instruction=record.instruction, messages=record.model_input
-        )
-        for chunk in stream:
-            record.model_name = chunk.model or record.model_name
-            if chunk.text:
-                if not record.pieces:
-                    record.timings["firstTextMs"] = _ms(start)
-                record.pieces.append(chunk.text)
-                events.chat_stream(record.thread.pk, "chat.delta", {"turnId": turn_id, "text": chunk.text})
-            if chunk.done:
-                record.model_usage = chunk.usage
+        _tool_loop(record, start)
         if not record.reply_text.strip():
             raise ModelError("The model returned an empty reply", kind="bad_response")
     except ModelError as error:

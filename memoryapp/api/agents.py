@@ -174,14 +174,14 @@ def get_tools(request: HttpRequest, agent_name: str) -> dict[str, Any]:
 )
 def run_tool(request: HttpRequest, thread_id: str, payload: ToolCallIn) -> dict[str, Any]:
     """Runs one tool call of the thread's agent and records it with its result."""
-    record = agents.thread_tool_call(
+    outcome = agents.thread_tool_call(
         project=_project(request),
         thread_id=thread_id,
         name=payload.name,
         arguments=payload.arguments,
         call_id=payload.callId,
     )
-    return record.to_dict()
+    return outcome.record.to_dict()
 
 
 @router.get(

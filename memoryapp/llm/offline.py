@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from memoryapp.llm import extraction_offline
+from memoryapp.llm import extraction_offline, offline_memory
 from memoryapp.llm.port import (
     ChatMessage,
     EpisodeExtraction,
@@ -562,19 +562,21 @@ class OfflineModel:
         Takes part in tool use deterministically: when the last message is the user's
         and has lines ``/<tool> <JSON object>`` naming offered ``tools``, the reply is
         those ToolCalls (no text); when the last message is a ToolResult, the reply
-        reports it.
+        reports it. With the memory tools offered it also follows the plain cues of
+        memoryapp.llm.offline_memory ("remember that ...", "what do you know about ...").
         """
         consumed = count_tokens(system_instruction) + sum(
             count_tokens(m.content) for m in messages
         )
-        calls = _requested_calls(messages, tools or ())
+        cued = offline_memory.next_call(messages, tools or ())
+        calls = _requested_calls(messages, tools or ()) or ((cued,) if cued else ())
         if calls:
             yield ReplyChunk(tool_calls=calls, model=self.model_name)
             yield ReplyChunk(
                 done=True, model=self.model_name, usage=Usage(input_tokens=consumed)
             )
             return
-        text = _offline_reply_text(system_instruction, messages)
+        text = offline_memory.answer(messages) or _offline_reply_text(system_instruction, messages)
         words = text.split(" ")
         for i, word in enumerate(words):
             yield ReplyChunk(text=word if i == 0 else " " + word, model=self.model_name)

@@ -1,0 +1,92 @@
+"""The Agents and Memories surfaces in a real browser (issue 9 item 7, "Must show"): an
+agent is defined from the form, the playground turn runs the offline model's memory tool
+calls on a plain cue, and the flow ends on the Memories surface, which follows a tool
+call made through /v1 without reload."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from memoryapp import working
+from memoryapp.models import Agent, ApiKey, Thread
+from tests.e2e.test_browser import (
+    LIVE_TIMEOUT_MS,
+    TURN_TIMEOUT_MS,
+    Owner,
+    assert_same_document,
+    log_in,
+    mark_document,
+    open_live,
+    owner,  # noqa: F401 - the fixture
+    send_turn,
+    thread_url,
+    watch,
+)
+
+pytestmark = pytest.mark.usefixtures("transactional_db")
+
+
+def api_tool(live_url: str, key: str, thread: Thread, name: str, arguments: dict[str, Any]) -> Any:
+    request = urllib.request.Request(
+        f"{live_url}/v1/memory/working/threads/{thread.pk}/tools",
+        data=json.dumps({"name": name, "arguments": arguments}).encode(),
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+        return json.loads(response.read())
+
+
+def test_it_defines_an_agent_remembers_offline_and_ends_on_the_memories_surface(
+    owner: Owner, live_url: str, new_page: Any  # noqa: F811
+) -> None:
+    page = new_page()
+    seen = watch(page)
+    log_in(page, live_url)
+    page.get_by_role("link", name="Agents").click()
+    form = page.get_by_test_id("agent-form")
+    form.get_by_label("Name").fill("dm")
+    form.get_by_label("System prompt").fill("You are the dungeon master.")
+    form.get_by_label("maxOpenTokens").fill("1000")
+    form.get_by_label("maxTokens").fill("8000")
+    form.get_by_test_id("agent-submit").click()
+    expect(page.get_by_test_id("agent-memory")).to_have_text("maxOpenTokens 1000")
+    agent = Agent.objects.get(project=owner.project, name="dm")
+    thread = working.thread_create(project=owner.project, dataset="user_42", agent=agent)
+    _, key = ApiKey.issue(project=owner.project, name="e2e")
+
+    open_live(page, thread_url(live_url, thread, "playground/"))
+    send_turn(page, "Remember that my sister is called Ada.")
+    expect(page.get_by_text("[offline model] Saved to memory 'notes'.").first).to_be_visible(
+        timeout=TURN_TIMEOUT_MS
+    )
+
+    page.goto(f"{live_url}/dashboard/agents/?projectId={owner.project.pk}")
+    page.get_by_test_id("memories-link").first.click()
+    expect(page.get_by_test_id("live-status")).to_have_attribute("data-state", "open")
+    note = page.get_by_test_id("note")
+    expect(note).to_have_count(1)
+    expect(note).to_have_attribute("data-open", "false")
+    expect(note.get_by_test_id("note-content")).to_have_text("- my sister is called Ada")
+    expect(note.get_by_test_id("note-version")).to_have_count(1)
+    expect(note.get_by_test_id("version-author")).to_have_text("agent (tool)")
+
+    mark_document(page)
+    api_tool(live_url, key, thread, "open_memory", {"name": "notes"})
+    expect(page.get_by_test_id("note")).to_have_attribute("data-open", "true", timeout=LIVE_TIMEOUT_MS)
+    expect(page.get_by_test_id("open-tokens")).not_to_have_text("0")
+    assert_same_document(page)
+    page.get_by_test_id("agent-thread-link").click()
+    calls = page.get_by_test_id("tool-call")
+    expect(calls).to_have_count(3)
+    expect(calls.nth(0)).to_have_attribute("data-error", "true")  # open before it existed
+    expect(calls.nth(1).get_by_test_id("tool-name")).to_have_text("close_memory")
+    assert re.search(r"my sister is called Ada", calls.nth(1).get_by_test_id("tool-arguments").inner_text())
+    assert seen.dialogs == [] and seen.errors == []
