@@ -2,7 +2,8 @@
 
 Hostile text goes in through every surface a client can write: message content (also as
 Markdown: links and images with ``javascript:`` URLs), thread metadata and tags, key and
-project names; a chat turn runs on it. Every dashboard page that shows it is opened and
+project names, an agent's system prompt, memory notes (open and closed), and facts,
+entities and episodes that recall returns; a chat turn runs on it. Every dashboard page that shows it is opened and
 interacted with; no dialog may open, no script error may happen, no element may carry a
 ``javascript:`` link or an inline event handler, and the page may cause no CSP violation
 (the pages are written to need none; a violation would mean inline script or style).
@@ -17,7 +18,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from playwright.sync_api import Page, expect
 
-from memoryapp import episodic, working
+from memoryapp import agents, episodic, notes, working
 from memoryapp.models import ApiKey, Entity, Episode, Fact, Membership, Project, Thread, Turn
 from tests.e2e.test_browser import PASSWORD, TURN_TIMEOUT_MS, Owner, log_in, send_turn, watch
 from tests.test_isolation import PARAM, _methods, http_routes
@@ -54,12 +55,27 @@ def ann() -> Owner:
 
 
 def _hostile_thread(owner: Owner) -> Thread:
+    agent, _ = agents.agent_define(
+        project=owner.project, name="dm", system_prompt=HOSTILE, memory={"maxOpenTokens": 4000}
+    )
     thread = working.thread_create(
         project=owner.project,
         dataset="user_42",
         tags=[p[:60] for p in PAYLOADS[:3]],
         metadata={"title": PAYLOADS[0], "note": PAYLOADS[1], "link": "javascript:alert('meta')"},
+        agent=agent,
     )
+    # Memory notes (spec 004) written by the agent's tools: one left closed, one open.
+    for name in ("closed-note", "open-note"):
+        outcome = notes.tool_run(
+            thread_id=thread.pk,
+            name="close_memory",
+            arguments={"name": name, "description": PAYLOADS[1], "content": HOSTILE},
+        )
+        assert not outcome.outcome.is_error, outcome.outcome
+    assert not notes.tool_run(
+        thread_id=thread.pk, name="open_memory", arguments={"name": "open-note"}
+    ).outcome.is_error
     for n, payload in enumerate(PAYLOADS):
         working.message_append(
             thread=thread, role="user" if n % 2 == 0 else "assistant", content=payload
@@ -143,9 +159,13 @@ def test_it_runs_no_injected_script_on_any_page(
     expect(page.locator("#messages").get_by_text(PAYLOADS[0], exact=True).first).to_be_visible()
     # Then every page of the dashboard a GET opens, the turn's context included.
     pages = _dashboard_get_urls(owner, thread)
-    assert {"playground:thread", "playground:turn-context", "playground:keys"} <= set(pages)
+    assert {
+        "playground:thread", "playground:turn-context", "playground:keys", "playground:memories"
+    } <= set(pages)
     for where, path in pages.items():
         page.goto(live_url + path)
+        if where == "playground:memories":  # the notes are there, shown as text
+            expect(page.locator("main")).to_contain_text(PAYLOADS[1])
         for link in page.locator("a").all()[:60]:
             href = link.get_attribute("href") or ""
             assert not href.strip().lower().startswith("javascript:"), f"{where}: {href}"
