@@ -50,6 +50,8 @@ def throwaway_database(engine: str, postgres_url: str = DEFAULT_POSTGRES_URL) ->
     # Production settings redirect plain HTTP to HTTPS; a bench speaks plain HTTP on
     # loopback, as the service does behind a TLS-terminating proxy.
     os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
+    # A bench is not a client to throttle (the LoCoMo benches send thousands of requests).
+    os.environ.setdefault("MEMORY_API_RATE_LIMIT", "")
     os.environ.setdefault("SECRET_KEY", "bench-only-" + secrets.token_hex(16))
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     # WhiteNoise warns on every client when collectstatic never ran; irrelevant to /v1.

@@ -178,6 +178,17 @@ class RawHit:
 _COLUMNS = (
     "m.id, m.thread_id, m.sequence_number, m.role, m.content, m.created_at, m.metadata, t.metadata"
 )
+# The candidate queries name them, to select from as a subquery ``c``.
+_NAMED = (
+    "m.id AS id, m.thread_id AS thread_id, m.sequence_number AS seq, m.role AS role, "
+    "m.content AS content, m.created_at AS created_at, m.metadata AS metadata, "
+    "t.metadata AS tmeta"
+)
+# After the candidate's columns and score: the message that follows a candidate that asks
+# a question (the default message range), in the same round trip.
+_NEXT = (
+    "n.id, n.thread_id, n.sequence_number, n.role, n.content, n.created_at, n.metadata, c.tmeta"
+)
 
 
 def _json(value: Any) -> Any:
@@ -232,16 +243,23 @@ def _candidates_sqlite(
 ) -> list[tuple[Any, ...]]:
     # bm25() is lower-is-better; scores here are higher-is-better.
     sql = f"""
-        SELECT {_COLUMNS}, -bm25({FTS_TABLE}) AS score
-        FROM {FTS_TABLE}
-        JOIN memoryapp_message AS m ON m.rowid = {FTS_TABLE}.rowid
-        JOIN memoryapp_thread AS t ON t.id = m.thread_id
-        WHERE {FTS_TABLE} MATCH %s
-          AND t.project_id = %s AND t.dataset = %s
-          AND m.is_summary = 0
-          {"AND t.id <> %s" if exclude is not None else ""}
-        ORDER BY bm25({FTS_TABLE}), m.created_at DESC
-        LIMIT %s
+        SELECT c.*, {_NEXT} FROM (
+            SELECT {_NAMED}, -bm25({FTS_TABLE}) AS score
+            FROM {FTS_TABLE}
+            JOIN memoryapp_message AS m ON m.rowid = {FTS_TABLE}.rowid
+            JOIN memoryapp_thread AS t ON t.id = m.thread_id
+            WHERE {FTS_TABLE} MATCH %s
+              AND t.project_id = %s AND t.dataset = %s
+              AND m.is_summary = 0
+              {"AND t.id <> %s" if exclude is not None else ""}
+            ORDER BY bm25({FTS_TABLE}), m.created_at DESC
+            LIMIT %s
+        ) AS c
+        LEFT JOIN memoryapp_message AS n ON instr(c.content, '?') > 0 AND n.rowid = (
+            SELECT x.rowid FROM memoryapp_message AS x
+            WHERE x.thread_id = c.thread_id AND x.sequence_number > c.seq AND x.is_summary = 0
+            ORDER BY x.sequence_number LIMIT 1
+        )
     """
     params: list[Any] = [fts5_match_expression(terms), project.pk, dataset]
     if exclude is not None:
@@ -257,16 +275,24 @@ def _candidates_postgresql(
     # term that is a stop word becomes an empty query, which || skips.
     tsquery = " || ".join(["plainto_tsquery('english', %s)"] * len(terms))
     sql = f"""
-        SELECT {_COLUMNS}, ts_rank_cd(m.search_vector, q.query) AS score
-        FROM memoryapp_message AS m
-        JOIN memoryapp_thread AS t ON t.id = m.thread_id,
-             (SELECT {tsquery} AS query) AS q
-        WHERE m.search_vector @@ q.query
-          AND t.project_id = %s AND t.dataset = %s
-          AND NOT m.is_summary
-          {"AND t.id <> %s" if exclude is not None else ""}
-        ORDER BY score DESC, m.created_at DESC
-        LIMIT %s
+        SELECT c.*, {_NEXT} FROM (
+            SELECT {_NAMED}, ts_rank_cd(m.search_vector, q.query) AS score
+            FROM memoryapp_message AS m
+            JOIN memoryapp_thread AS t ON t.id = m.thread_id,
+                 (SELECT {tsquery} AS query) AS q
+            WHERE m.search_vector @@ q.query
+              AND t.project_id = %s AND t.dataset = %s
+              AND NOT m.is_summary
+              {"AND t.id <> %s" if exclude is not None else ""}
+            ORDER BY score DESC, m.created_at DESC
+            LIMIT %s
+        ) AS c
+        LEFT JOIN LATERAL (
+            SELECT * FROM memoryapp_message AS x
+            WHERE strpos(c.content, '?') > 0
+              AND x.thread_id = c.thread_id AND x.sequence_number > c.seq AND NOT x.is_summary
+            ORDER BY x.sequence_number LIMIT 1
+        ) AS n ON true
     """
     params: list[Any] = [*terms, project.pk, dataset]
     if exclude is not None:
@@ -275,52 +301,54 @@ def _candidates_postgresql(
     return _fetch(sql, params)
 
 
-def _rank(rows: list[tuple[Row, float]], asked: set[str]) -> list[tuple[Row, float]]:
-    """Neighbour evidence and the speaker field on top of the engine's scores."""
-    by_position = {(row.thread_id, row.sequence_number): score for row, score in rows}
+def _speaker_words(values: Sequence[Any], cache: dict[Any, set[str]]) -> set[str]:
+    # Candidates of one thread share its metadata text: parse it once per thread and role.
+    key = (values[3], values[6], values[7])
+    if key not in cache:
+        name = speaker_name(_json(values[6]) if values[6] else None, _json(values[7]), values[3])
+        cache[key] = set(query_words(name)) if name else set()
+    return cache[key]
+
+
+def _rank(found: list[tuple[Any, ...]], asked: set[str]) -> list[tuple[float, tuple[Any, ...]]]:
+    """Neighbour evidence and the speaker field on top of the engine's scores, on the raw
+    candidate rows (only the final hits become Rows)."""
+    by_position = {(v[1], v[2]): float(v[8]) for v in found}
+    cache: dict[Any, set[str]] = {}
     ranked = []
-    for row, base in rows:
-        score = base
-        for step in (-1, 1):
-            score += NEIGHBOUR_WEIGHT * by_position.get(
-                (row.thread_id, row.sequence_number + step), 0.0
-            )
-        if asked and row.speaker and asked & set(query_words(row.speaker)):
+    for values in found:
+        thread, seq = values[1], values[2]
+        score = float(values[8]) + NEIGHBOUR_WEIGHT * (
+            by_position.get((thread, seq - 1), 0.0) + by_position.get((thread, seq + 1), 0.0)
+        )
+        if asked and asked & _speaker_words(values, cache):
             score *= SPEAKER_BOOST
-        ranked.append((row, score))
-    # Ties: the newer message first (what the user said last is likelier still true).
-    ranked.sort(key=lambda pair: (-pair[1], -pair[0].created_at.timestamp()))
+        ranked.append((score, values))
+    # Ties: the newer message first (what the user said last is likelier still true); the
+    # sort is stable, so order by time first, then by score.
+    ranked.sort(key=lambda pair: pair[1][5], reverse=True)
+    ranked.sort(key=lambda pair: pair[0], reverse=True)
     return ranked
 
 
-def _wanted_neighbours(hit: Row, message_range: tuple[int, int] | None) -> tuple[int, int]:
-    if message_range is None:  # the reply to a question
-        return (0, 1) if "?" in hit.content else (0, 0)
-    return message_range
-
-
-def _attach_neighbours(hits: list[RawHit], message_range: tuple[int, int] | None) -> None:
-    """Fill each hit's neighbours with one query. Summary rows are skipped over: the
-    window counts ordinary messages, so it reaches one row further per summary met."""
-    windows: dict[uuid.UUID, tuple[int, int]] = {}
+def _attach_neighbours(hits: list[RawHit], message_range: tuple[int, int]) -> None:
+    """Fill each hit's neighbours (``before``, ``after`` ordinary messages) with one query.
+    Summary rows are skipped over, so a window reaches one row further per summary met
+    (at most one between two ordinary messages: one per compaction run)."""
+    before, after = message_range
+    if not hits or not (before or after):
+        return
+    sqlite = connection.vendor == "sqlite"
     clauses, params = [], []
     for hit in hits:
-        before, after = _wanted_neighbours(hit.message, message_range)
-        if before or after:
-            seq = hit.message.sequence_number
-            windows[hit.message.id] = (before, after)
-            clauses.append("(m.thread_id = %s AND m.sequence_number BETWEEN %s AND %s)")
-            thread_param: Any = hit.message.thread_id
-            if connection.vendor == "sqlite":
-                thread_param = thread_param.hex
-            # Room for summary rows in between (one per compaction run at most).
-            params += [thread_param, seq - 2 * before, seq + 2 * after]
-    if not windows:
-        return
+        seq = hit.message.sequence_number
+        clauses.append("(m.thread_id = %s AND m.sequence_number BETWEEN %s AND %s)")
+        thread = hit.message.thread_id
+        params += [thread.hex if sqlite else thread, seq - 2 * before, seq + 2 * after]
     sql = f"""
         SELECT {_COLUMNS} FROM memoryapp_message AS m
         JOIN memoryapp_thread AS t ON t.id = m.thread_id
-        WHERE ({" OR ".join(clauses)}) AND {"m.is_summary = 0" if connection.vendor == "sqlite" else "NOT m.is_summary"}
+        WHERE ({" OR ".join(clauses)}) AND {"m.is_summary = 0" if sqlite else "NOT m.is_summary"}
         ORDER BY m.sequence_number
     """
     speakers: dict[Any, Any] = {}
@@ -329,9 +357,6 @@ def _attach_neighbours(hits: list[RawHit], message_range: tuple[int, int] | None
         row = _row(values, speakers)
         by_thread.setdefault(row.thread_id, []).append(row)
     for hit in hits:
-        if hit.message.id not in windows:
-            continue
-        before, after = windows[hit.message.id]
         seq = hit.message.sequence_number
         rows = by_thread.get(hit.message.thread_id, [])
         earlier = [r for r in rows if r.sequence_number < seq][-before:] if before else []
@@ -365,12 +390,14 @@ def message_search(
         return []
     found = search(project=project, dataset=dataset, terms=terms, exclude=exclude_thread_id)
     speakers: dict[Any, Any] = {}
-    rows = [(_row(values, speakers), float(values[8])) for values in found]
-    hits = [
-        RawHit(message=row, score=score)
-        for row, score in _rank(rows, set(query_words(query)))[:limit]
-    ]
-    _attach_neighbours(hits, message_range)
+    ranked = _rank(found, set(query_words(query)))[:limit]
+    hits = [RawHit(message=_row(values, speakers), score=score) for score, values in ranked]
+    if message_range is None:  # the reply to a question, read along with the candidates
+        for hit, (_, values) in zip(hits, ranked, strict=True):
+            if values[9] is not None:
+                hit.neighbours = [_row(values[9:], speakers)]
+    else:
+        _attach_neighbours(hits, message_range)
     return hits
 
 

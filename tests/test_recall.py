@@ -554,3 +554,16 @@ def test_it_refuses_recall_text_with_nothing_visible(
 
     assert resp.status_code == 400
     assert [(i["path"], i["code"]) for i in resp.json()["issues"]] == [(path, "blank")]
+
+
+def test_it_brings_the_reply_to_a_question_across_a_summary_row(project: Project) -> None:
+    turns = _conversation(
+        project, "one", "two", "Which kayak did you buy?", "The blue one", auto_compact_threshold=3
+    )
+    # Threshold 3: the third turn folded 1-2 into a summary row (sequence 4).
+    assert [m.sequence_number for m in turns] == [1, 2, 3, 5]
+    (item,) = search_raw(project=project, dataset="user_42", query="kayak", limit=1)
+    assert [(n["sequenceNumber"], n["content"]) for n in item["neighbours"]] == [
+        (5, "The blue one")
+    ]
+    assert item["messageRange"] == {"fromSequence": 3, "toSequence": 5}
