@@ -301,11 +301,17 @@ def _candidates_postgresql(
     return _fetch(sql, params)
 
 
-def _speaker_words(values: Sequence[Any], cache: dict[Any, set[str]]) -> set[str]:
-    # Candidates of one thread share its metadata text: parse it once per thread and role.
+def _speaker_words(
+    values: Sequence[Any], asked: set[str], cache: dict[Any, set[str]]
+) -> set[str]:
+    # Candidates of one thread share its metadata text: parse it once per thread and role,
+    # and not at all when no asked word even appears in the text.
     key = (values[3], values[6], values[7])
     if key not in cache:
-        name = speaker_name(_json(values[6]) if values[6] else None, _json(values[7]), values[3])
+        text = f"{values[6] or ''} {values[7] or ''}".lower()
+        name = None
+        if any(word in text for word in asked):
+            name = speaker_name(_json(values[6]) if values[6] else None, _json(values[7]), values[3])
         cache[key] = set(query_words(name)) if name else set()
     return cache[key]
 
@@ -321,7 +327,7 @@ def _rank(found: list[tuple[Any, ...]], asked: set[str]) -> list[tuple[float, tu
         score = float(values[8]) + NEIGHBOUR_WEIGHT * (
             by_position.get((thread, seq - 1), 0.0) + by_position.get((thread, seq + 1), 0.0)
         )
-        if asked and asked & _speaker_words(values, cache):
+        if asked and asked & _speaker_words(values, asked, cache):
             score *= SPEAKER_BOOST
         ranked.append((score, values))
     # Ties: the newer message first (what the user said last is likelier still true); the

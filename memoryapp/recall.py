@@ -2,13 +2,23 @@
 
 Layers, as ``include`` selects them:
 
+- ``facts``: current facts (memoryapp.semantic.fact_search; invalidated ones too only with
+  ``include_invalidated``) with ``entities``: the entities those facts are about or mention.
+- ``episodes``: episodes whose title or summary match (memoryapp.episodic.episode_search),
+  then the episodes the recalled facts came from.
 - ``raw``: messages of the dataset's *other* threads (the caller's own thread is already
   in its prepare window), ranked by memoryapp.message_search, each with its neighbours.
 - ``synthesis``: a brief answer to the query from the recalled context
   (``ModelPort.synthesize``), only when asked for and only when something was recalled.
 
+The three lists are ranked together: every item gets ``rank`` (1 = best, over all
+layers) by weighted reciprocal rank fusion (fuse), where an item also gains what the
+items of other layers citing the same messages earned (a fact and the message it was
+drawn from support each other).
+
 ``context`` is one ``<long_term_memory>`` block with a section per layer, each item naming
-its source (a message's thread and sequence number), labelled as quoted data.
+its source (a fact's id, an episode's thread and range, a message's thread and sequence
+number), labelled as quoted data.
 """
 
 from __future__ import annotations
@@ -20,8 +30,14 @@ from typing import Any
 
 from memoryapp import llm
 from memoryapp.errors import ModelCallFailed
+from memoryapp.layer_search import (
+    episode_search_rows,
+    episodes_by_id,
+    fact_entities,
+    fact_search_rows,
+)
 from memoryapp.llm.port import ModelError
-from memoryapp.message_search import RANGE_MAX, RawHit, Row, message_search
+from memoryapp.message_search import RANGE_MAX, RawHit, Row, message_search, query_terms
 from memoryapp.models import Project
 from memoryapp.timefmt import iso_ms
 
@@ -60,9 +76,80 @@ def raw_item(hit: RawHit) -> dict[str, Any]:
     }
 
 
+def _episode_layer(
+    *, project: Project, dataset: str, terms: list[str], limit: int, facts: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Matching episodes, then the episodes of the recalled facts (score 0), to ``limit``."""
+    found = [
+        {**episode, "score": round(score, 6)}
+        for episode, score in episode_search_rows(
+            project=project, dataset=dataset, terms=terms, limit=limit
+        )
+    ]
+    have = {e["episodeId"] for e in found}
+    missing = list(dict.fromkeys(f["episodeId"] for f in facts if f["episodeId"] not in have))
+    room = limit - len(found)
+    if missing and room > 0:
+        extra = episodes_by_id(project=project, episode_ids=missing[:room])
+        found += [{**episode, "score": 0.0} for episode in extra]
+    return found
+
+
+# Weighted reciprocal rank fusion (Cormack et al. 2009): an item at position r of its
+# layer earns weight / (RRF_K + r).
+RRF_K = 10
+LAYER_WEIGHTS = {"raw": 1.0, "facts": 0.3, "episodes": 0.1}
+SUPPORTING = ("raw", "facts")
+
+
+def cited_ids(layer: str, item: dict[str, Any]) -> list[str]:
+    """The message ids an item cites: a raw hit itself and its neighbours, a fact its
+    source messages, an episode the messages its summary quotes."""
+    if layer == "raw":
+        return [item["messageId"], *(n["messageId"] for n in item["neighbours"])]
+    if layer == "facts":
+        return list(item["sourceMessageIds"])
+    return list(item["quotedMessageIds"])
+
+
+def fuse(layers: dict[str, list[dict[str, Any]]]) -> None:
+    """Set ``rank`` (1..n over all layers) on every item of ``layers`` (``raw``,
+    ``facts``, ``episodes`` lists, each best first): weighted reciprocal rank fusion, plus,
+    for every message an item cites, the best earning of another layer's item citing it."""
+    earned: list[tuple[float, int, int, str, dict[str, Any]]] = []
+    best_by_message: dict[tuple[str, str], float] = {}
+    for order, (layer, items) in enumerate(layers.items()):
+        for position, item in enumerate(items, 1):
+            own = LAYER_WEIGHTS[layer] / (RRF_K + position)
+            earned.append((own, order, position, layer, item))
+            for message_id in cited_ids(layer, item):
+                key = (layer, message_id)
+                best_by_message[key] = max(best_by_message.get(key, 0.0), own)
+    totals = []
+    for own, order, position, layer, item in earned:
+        support = 0.0
+        # Episodes quote many messages: support would let any episode touching a good
+        # message outrank it, so they stand on their own rank alone.
+        if layer != "episodes":
+            for other in SUPPORTING:
+                if other != layer:
+                    support += max(
+                        (best_by_message.get((other, m), 0.0) for m in cited_ids(layer, item)),
+                        default=0.0,
+                    )
+        totals.append((own + support, order, position, item))
+    totals.sort(key=lambda t: (-t[0], t[1], t[2]))
+    for rank, (*_, item) in enumerate(totals, 1):
+        item["rank"] = rank
+
+
 def _escape(value: str) -> str:
     # The same escaping as memoryapp.llm.prompts: recalled text cannot close its element.
     return html.escape(value, quote=False)
+
+
+def _attribute(value: str) -> str:
+    return html.escape(value, quote=True)
 
 
 def _snippet(text: str) -> str:
@@ -77,15 +164,41 @@ def _message_line(thread_id: str, message: dict[str, Any]) -> str:
     )
 
 
-def build_context(*, dataset: str, raw: Sequence[dict[str, Any]], synthesis: str | None) -> str:
+def _fact_line(fact: dict[str, Any]) -> str:
+    subject = f' subject="{_attribute(fact["subject"])}"' if fact["subject"] else ""
+    state = f' invalidated="{fact["invalidatedAt"][:10]}"' if fact["invalidatedAt"] else ""
+    return (
+        f'<fact id="{fact["factId"]}" date="{fact["validFrom"][:10]}"{subject}{state}>'
+        f"{_escape(_snippet(fact['text']))}</fact>"
+    )
+
+
+def _episode_line(episode: dict[str, Any]) -> str:
+    return (
+        f'<episode thread="{episode["threadId"]}" from="{episode["fromSequence"]}" '
+        f'to="{episode["toSequence"]}" date="{episode["createdAt"][:10]}" '
+        f'title="{_attribute(episode["title"])}">{_escape(_snippet(episode["summary"]))}</episode>'
+    )
+
+
+def build_context(
+    *,
+    dataset: str,
+    raw: Sequence[dict[str, Any]],
+    synthesis: str | None,
+    facts: Sequence[dict[str, Any]] = (),
+    episodes: Sequence[dict[str, Any]] = (),
+) -> str:
     """The ready-to-inject text for recalled memory, or "" when there is nothing.
 
     One ``<long_term_memory>`` element, labelled as quoted data, with a section per layer
-    that has items: ``<synthesis>``, then ``<messages>`` holding one ``<message thread=
-    seq= date= role=>`` per raw hit and per neighbour (sequence order within a hit), in
-    rank order. Text is XML-escaped and cut to CONTEXT_SNIPPET_CHARS.
+    that has items, in this order: ``<synthesis>``; ``<facts>`` with one ``<fact id= date=
+    subject=>`` each; ``<episodes>`` with one ``<episode thread= from= to= date= title=>``
+    each (its summary); ``<messages>`` with one ``<message thread= seq= date= role=>`` per
+    raw hit and per neighbour (sequence order within a hit). Items in rank order within
+    a section; text XML-escaped (attributes too) and cut to CONTEXT_SNIPPET_CHARS.
     """
-    if not raw and not synthesis:
+    if not (raw or synthesis or facts or episodes):
         return ""
     lines = [
         "<long_term_memory>",
@@ -95,6 +208,10 @@ def build_context(*, dataset: str, raw: Sequence[dict[str, Any]], synthesis: str
     ]
     if synthesis:
         lines.append(f"<synthesis>{_escape(synthesis)}</synthesis>")
+    if facts:
+        lines += ["<facts>", *(_fact_line(f) for f in facts), "</facts>"]
+    if episodes:
+        lines += ["<episodes>", *(_episode_line(e) for e in episodes), "</episodes>"]
     if raw:
         lines.append("<messages>")
         for item in raw:
@@ -105,11 +222,20 @@ def build_context(*, dataset: str, raw: Sequence[dict[str, Any]], synthesis: str
     return "\n".join(lines)
 
 
-def synthesis_context(raw: Sequence[dict[str, Any]]) -> str:
-    """Plain text the synthesis call answers from: ``role (date): content`` per hit and
-    neighbour, in rank order. Not escaped: the adapter delimits and escapes it
+def synthesis_context(
+    raw: Sequence[dict[str, Any]],
+    facts: Sequence[dict[str, Any]] = (),
+    episodes: Sequence[dict[str, Any]] = (),
+) -> str:
+    """Plain text the synthesis call answers from: ``fact (date): text`` per fact,
+    ``episode (date): title: summary`` per episode, then ``role (date): content`` per raw
+    hit and neighbour. Not escaped: the adapter delimits and escapes it
     (memoryapp.llm.prompts)."""
-    lines = []
+    lines = [f"fact ({f['validFrom'][:10]}): {_snippet(f['text'])}" for f in facts]
+    lines += [
+        f"episode ({e['createdAt'][:10]}): {e['title']}: {_snippet(e['summary'])}"
+        for e in episodes
+    ]
     for item in raw:
         for m in sorted([item, *item["neighbours"]], key=lambda m: m["sequenceNumber"]):
             lines.append(f"{m['role']} ({m['createdAt'][:10]}): {_snippet(m['content'])}")
@@ -132,17 +258,24 @@ def recall(
     limit: int = 10,
     thread_id: uuid.UUID | str | None = None,
     message_range: tuple[int, int] | None = None,
+    include_invalidated: bool = False,
 ) -> dict[str, Any]:
     """Recall long-term memory for ``query`` in ``dataset`` (DESIGN.md section 5, POST /recall).
 
     ``include`` is any of ``episodes``, ``facts``, ``synthesis``, ``raw``; ``limit``
     (1..50) caps each list; ``thread_id`` is the caller's current thread, whose messages
     are left out of ``raw``; ``message_range`` ``(before, after)`` is the neighbours each
-    raw hit carries (None: the reply after a question, memoryapp.message_search).
+    raw hit carries (None: the reply after a question, memoryapp.message_search);
+    ``include_invalidated`` adds facts a newer one replaced (``invalidatedAt`` set).
 
-    Returns ``{"episodes": [], "facts": [], "entities": [], "raw": [...], "synthesis":
-    str | None, "context": str, "hasContext": bool}``: ``raw`` items as raw_item makes
-    them, ``context`` the block build_context makes (``""`` when nothing was found).
+    Returns ``{"episodes": [...], "facts": [...], "entities": [...], "raw": [...],
+    "synthesis": str | None, "context": str, "hasContext": bool}``: facts in the fact
+    resource's shape (serializers.fact_to_dict), episodes in the episode resource's plus
+    ``quotedMessageIds`` (memoryapp.layer_search), raw items as raw_item makes them; each
+    with ``score`` (within its layer) and ``rank`` (over all layers, fuse); ``entities``
+    the entity resources of the facts;
+    ``context`` the block build_context makes (``""`` when nothing was found).
+    Only ``project``'s ``dataset`` is ever read.
 
     Raises ModelCallFailed when synthesis was asked for and its model call failed;
     ValueError for a malformed ``thread_id``.
@@ -151,7 +284,23 @@ def recall(
     if thread_id is not None:
         exclude = thread_id if isinstance(thread_id, uuid.UUID) else uuid.UUID(str(thread_id))
     limit = max(1, min(int(limit), LIMIT_MAX))
-    raw: list[dict[str, Any]] = []
+    terms = query_terms(query)
+    layers: dict[str, list[dict[str, Any]]] = {"raw": [], "facts": [], "episodes": []}
+    entities: list[dict[str, Any]] = []
+    if "facts" in include:
+        found = fact_search_rows(
+            project=project,
+            dataset=dataset,
+            terms=terms,
+            limit=limit,
+            include_invalidated=include_invalidated,
+        )
+        entities = fact_entities(found)
+        layers["facts"] = [{**fact, "score": round(score, 6)} for fact, score, _ in found]
+    if "episodes" in include:
+        layers["episodes"] = _episode_layer(
+            project=project, dataset=dataset, terms=terms, limit=limit, facts=layers["facts"]
+        )
     if "raw" in include:
         hits = message_search(
             project=project,
@@ -161,15 +310,19 @@ def recall(
             exclude_thread_id=exclude,
             message_range=message_range,
         )
-        raw = [raw_item(hit) for hit in hits]
+        layers["raw"] = [raw_item(hit) for hit in hits]
+    fuse(layers)
+    raw, fact_items, episode_items = layers["raw"], layers["facts"], layers["episodes"]
     synthesis: str | None = None
-    if "synthesis" in include and raw:
-        synthesis = _synthesize(query, synthesis_context(raw))
-    context = build_context(dataset=dataset, raw=raw, synthesis=synthesis)
+    if "synthesis" in include and (raw or fact_items or episode_items):
+        synthesis = _synthesize(query, synthesis_context(raw, fact_items, episode_items))
+    context = build_context(
+        dataset=dataset, raw=raw, synthesis=synthesis, facts=fact_items, episodes=episode_items
+    )
     return {
-        "episodes": [],
-        "facts": [],
-        "entities": [],
+        "episodes": episode_items,
+        "facts": fact_items,
+        "entities": entities,
         "raw": raw,
         "synthesis": synthesis,
         "context": context,

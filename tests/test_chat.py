@@ -14,7 +14,8 @@ from django.test import Client
 from django.urls import reverse
 
 from memoryapp import working
-from memoryapp.models import Membership, Message, Project, Thread, Turn, UsageLine
+from memoryapp.episodic import episode_build
+from memoryapp.models import Fact, Membership, Message, Project, Thread, Turn, UsageLine
 from memoryapp.timefmt import iso_ms
 from tests.fakes.fixtures import fake_gemini_fixture  # noqa: F401
 from tests.fakes.gemini_server import (
@@ -162,6 +163,25 @@ def test_it_stores_the_assistant_message_with_tokens_model_and_latency(
     assert lines["model_input"].quantity == reply.tokens["input"]
     assert lines["model_output"].quantity == reply.tokens["output"]
     assert lines["model_input"].cost == Decimal(0)  # the offline adapter costs nothing
+
+
+def test_it_counts_the_recalled_episodes_and_facts_in_the_recall_summary(
+    client: Client, thread: Thread, other_thread: Thread
+) -> None:
+    episode_build(thread_id=other_thread.pk, from_sequence=1, to_sequence=1)
+    resp = post_chat(client, thread, {"content": "What was my budget for the car?"})
+    assert resp.status_code == 201
+    recalled = Turn.objects.get().context["recall"]
+    facts = Fact.objects.filter(thread=other_thread).count()
+    assert facts >= 1
+    assert len(recalled["facts"]) == facts
+    assert len(recalled["episodes"]) == 1
+    assert resp.json()["recallSummary"] == {
+        "episodeCount": 1,
+        "factCount": facts,
+        "hasContext": True,
+        "hasSynthesis": True,
+    }
 
 
 def test_it_reports_recalled_context_from_the_datasets_other_threads(

@@ -11,7 +11,8 @@ from django.db import connection
 
 from memoryapp import compaction, serializers, working
 from memoryapp import message_search as search_mod
-from memoryapp.models import Message, Project, Thread
+from memoryapp.episodic import episode_build
+from memoryapp.models import Episode, Fact, Message, Project, Thread
 from memoryapp.recall import raw_item, recall
 from tests.conftest import Api
 from tests.fakes.fixtures import fake_gemini_fixture  # noqa: F401
@@ -80,7 +81,8 @@ def test_it_finds_raw_messages_of_the_datasets_other_threads(
     assert len(result["raw"]) == 1
     item = result["raw"][0]
     assert item["score"] > 0
-    assert {k: v for k, v in item.items() if k != "score"} == {
+    assert item["rank"] == 1
+    assert {k: v for k, v in item.items() if k not in ("score", "rank")} == {
         "messageId": str(hike.id),
         "threadId": str(corpus["other"].id),
         "sequenceNumber": 2,
@@ -211,8 +213,11 @@ def test_it_keeps_the_search_index_wired_after_all_migrations(db: None) -> None:
                 "memoryapp_message_fts_ai",
                 "memoryapp_message_fts_au",
             ]
-            cursor.execute("SELECT sql FROM sqlite_master WHERE name = 'memoryapp_message_fts'")
-            assert "tokenize='porter unicode61 remove_diacritics 2'" in cursor.fetchone()[0]
+            for table in ("message", "fact", "episode"):
+                cursor.execute(
+                    "SELECT sql FROM sqlite_master WHERE name = %s", [f"memoryapp_{table}_fts"]
+                )
+                assert "tokenize='porter unicode61 remove_diacritics 2'" in cursor.fetchone()[0]
         else:
             cursor.execute(
                 "SELECT indexdef FROM pg_indexes WHERE indexname = 'message_search_vector_gin'"
@@ -314,6 +319,7 @@ def test_it_scopes_api_recall_to_the_keys_project(
         ({"dataset": "  ", "query": "x"}, ["dataset"]),
         ({"dataset": "user_42", "query": "   "}, ["query"]),
         ({"dataset": "user_42", "query": "\u200b\u200d\ufeff"}, ["query"]),
+        ({"dataset": "user_42", "query": "x", "includeInvalidated": "yes"}, ["includeInvalidated"]),
         ({"dataset": "user_42", "query": "x", "messageRange": {"before": 6}}, ["messageRange", "before"]),
         ({"dataset": "user_42", "query": "x", "messageRange": {"after": -1}}, ["messageRange", "after"]),
         ({"dataset": "user_42", "query": "x", "limit": 0}, ["limit"]),
@@ -567,3 +573,106 @@ def test_it_brings_the_reply_to_a_question_across_a_summary_row(project: Project
         (5, "The blue one")
     ]
     assert item["messageRange"] == {"fromSequence": 3, "toSequence": 5}
+
+
+
+# --- facts and episodes -----------------------------------------------------------------
+
+
+def _ended(thread: Thread) -> None:
+    """Run the episode job over everything the thread holds (what end() queues)."""
+    last = thread.messages.order_by("-sequence_number").first()
+    assert last is not None
+    episode_build(thread_id=thread.pk, from_sequence=1, to_sequence=last.sequence_number)
+
+
+@pytest.fixture
+def remembered(project: Project) -> dict[str, Any]:
+    first = _thread(project)
+    civic, sister = _say(first, "I drive a Honda Civic", "My sister is Mara")
+    _ended(first)
+    return {"first": first, "second": _thread(project), "civic": civic, "sister": sister}
+
+
+def test_it_recalls_the_fact_its_episode_and_its_source_message(
+    project: Project, remembered: dict[str, Any]
+) -> None:
+    found = recall(
+        project=project,
+        dataset="user_42",
+        query="what car do I drive",
+        thread_id=remembered["second"].pk,
+    )
+    civic = str(remembered["civic"].id)
+    episode = Episode.objects.get(thread=remembered["first"])
+    car_facts = [f for f in found["facts"] if civic in f["sourceMessageIds"]]
+    assert len(car_facts) == 1
+    fact = Fact.objects.get(pk=car_facts[0]["factId"])
+    assert {k: v for k, v in car_facts[0].items() if k not in ("score", "rank")} == (
+        serializers.fact_to_dict(fact)
+    )
+    assert [e["episodeId"] for e in found["episodes"]] == [str(episode.id)]
+    assert found["episodes"][0]["quotedMessageIds"] == episode.quoted_message_ids
+    assert [r["messageId"] for r in found["raw"]] == [civic]
+    names = [e["name"] for e in found["entities"]]
+    assert names == list(dict.fromkeys(n for f in found["facts"] for n in f["entities"]))
+    ranks = sorted(i["rank"] for layer in ("facts", "episodes", "raw") for i in found[layer])
+    assert ranks == list(range(1, len(ranks) + 1))
+    # The raw hit and the fact drawn from it support each other: they lead the ranking.
+    assert {found["raw"][0]["rank"], car_facts[0]["rank"]} == {1, 2}
+
+
+def test_it_never_recalls_facts_or_episodes_of_another_dataset_or_project(
+    project: Project, remembered: dict[str, Any], api: Api, outsider_api: Api
+) -> None:
+    other = recall(project=project, dataset="user_99", query="what car do I drive")
+    assert (other["facts"], other["episodes"], other["entities"], other["raw"]) == ([], [], [], [])
+    assert other["hasContext"] is False
+    foreign = outsider_api.post(URL, {"dataset": "user_42", "query": "what car do I drive"})
+    assert foreign.status_code == 200
+    assert foreign.json()["facts"] == foreign.json()["episodes"] == []
+    thread = {"threadId": str(remembered["second"].id)}
+    assert outsider_api.post(URL, {"dataset": "user_42", "query": "car", **thread}).status_code == 404
+
+
+def test_it_recalls_replaced_facts_only_when_asked(
+    project: Project, remembered: dict[str, Any], api: Api
+) -> None:
+    fact = Fact.objects.get(source_message_ids=[str(remembered["civic"].id)])
+    Fact.objects.filter(pk=fact.pk).update(invalidated_at=fact.valid_from)
+    query = "what car do I drive"
+    current = recall(project=project, dataset="user_42", query=query, include=["facts"])
+    everything = recall(
+        project=project, dataset="user_42", query=query, include=["facts"], include_invalidated=True
+    )
+    assert str(fact.id) not in [f["factId"] for f in current["facts"]]
+    assert [f["invalidatedAt"] for f in everything["facts"] if f["factId"] == str(fact.id)] == [
+        serializers.fact_to_dict(Fact.objects.get(pk=fact.pk))["invalidatedAt"]
+    ]
+    body = {"dataset": "user_42", "query": query, "include": ["facts"]}
+    over_api = api.post(URL, {**body, "includeInvalidated": True}).json()["facts"]
+    assert str(fact.id) in [f["factId"] for f in over_api]
+    assert str(fact.id) not in [f["factId"] for f in api.post(URL, body).json()["facts"]]
+
+
+def test_it_writes_fact_and_episode_sections_with_their_sources(
+    project: Project, remembered: dict[str, Any]
+) -> None:
+    found = recall(
+        project=project, dataset="user_42", query="Honda", include=["facts", "episodes"]
+    )
+    (fact,) = found["facts"]
+    (episode,) = found["episodes"]
+    subject = f' subject="{fact["subject"]}"' if fact["subject"] else ""
+    assert found["context"].endswith("\n".join([
+        "<facts>",
+        f'<fact id="{fact["factId"]}" date="{fact["validFrom"][:10]}"{subject}>'
+        f"{fact['text']}</fact>",
+        "</facts>",
+        "<episodes>",
+        f'<episode thread="{episode["threadId"]}" from="1" to="2" '
+        f'date="{episode["createdAt"][:10]}" title="{episode["title"]}">'
+        f"{episode['summary']}</episode>",
+        "</episodes>",
+        "</long_term_memory>",
+    ]))

@@ -53,6 +53,7 @@ class RecallIn(Schema):
     limit: Annotated[int, Field(strict=True, ge=1, le=recall_domain.LIMIT_MAX), INTEGRAL] = 10
     threadId: uuid.UUID | None = None
     messageRange: MessageRangeIn | None = None
+    includeInvalidated: Annotated[bool, Field(strict=True)] = False
 
 
 class NeighbourOut(Schema):
@@ -71,6 +72,7 @@ class RangeOut(Schema):
 class RawMessageOut(NeighbourOut):
     threadId: str
     score: float
+    rank: int
     messageRange: RangeOut
     neighbours: list[NeighbourOut]
 
@@ -112,4 +114,5 @@ def recall(request: HttpRequest, payload: RecallIn) -> dict[str, Any]:
             if payload.messageRange is None
             else (payload.messageRange.before, payload.messageRange.after)
         ),
+        include_invalidated=payload.includeInvalidated,
     )
