@@ -49,7 +49,7 @@ def backwards(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memoryapp", "0008_message_search_stemmed"),
+        ("memoryapp", "0009_jobs"),
     ]
 
     operations = [migrations.RunPython(forwards, backwards, elidable=False)]
