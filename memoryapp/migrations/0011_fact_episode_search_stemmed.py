@@ -49,7 +49,7 @@ def backwards(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memoryapp", "0009_jobs"),
+        ("memoryapp", "0010_agents_memory_notes"),
     ]
 
     operations = [migrations.RunPython(forwards, backwards, elidable=False)]
