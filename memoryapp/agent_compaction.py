@@ -4,8 +4,8 @@ Same protocol as memoryapp.compaction (read, model call outside every transactio
 short commit under the thread's row lock with a race check), with the agent's rules:
 
 - **When**: after an append, once the checkpoint plus the verbatim messages pass the
-  agent's maxTokens (memoryapp.tokens); the newest messages that fit in half of it stay
-  verbatim. Independently, once the oldest verbatim message has aged
+  agent's maxTokens (memoryapp.tokens) and the verbatim messages alone pass half of it;
+  the newest messages that fit in half of it stay verbatim. Independently, once the oldest verbatim message has aged
   MEMORY_AGENT_MAX_VERBATIM_MESSAGES (200) messages, a *forced* checkpoint folds
   everything before the newest message. A manual compact folds everything.
 - **summarize**: one model call writes the new summary *and* rewrites the open notes
@@ -75,7 +75,10 @@ def _plan(thread: Thread, agent: Agent, live: list[Message], manual: bool) -> tu
     checkpoint = thread.active_summary
     used = count_tokens(checkpoint.content) if checkpoint else 0
     sizes = [count_tokens(m.content) for m in live]
-    if used + sum(sizes) > agent.compaction_max_tokens:
+    # Only once the verbatim part itself passes half the budget: a large checkpoint (open
+    # notes near maxOpenTokens plus the summary) must not make every append a model call.
+    verbatim = sum(sizes)
+    if used + verbatim > agent.compaction_max_tokens and verbatim > agent.compaction_max_tokens // 2:
         # Keep the newest messages that fit in half the budget (at least the newest one).
         budget, cut = agent.compaction_max_tokens // 2, len(live) - 1
         kept = sizes[cut]

@@ -176,3 +176,14 @@ def test_it_never_splits_a_tool_call_from_its_result_at_the_boundary(project: Pr
     # 1100 tokens > 1000: half (500) keeps #3 and #4, which would split #2 from #3.
     fold, forced = agent_compaction._plan(thread, agent, live, manual=False)
     assert ([m.sequence_number for m in fold], forced) == ([1, 2, 3], False)
+
+
+def test_it_waits_for_the_verbatim_half_when_the_checkpoint_is_large(project: Project) -> None:
+    thread = make_thread(project, max_open=100, max_tokens=1000)
+    agent = thread.agent
+    assert agent is not None
+    thread.active_summary = Message(content="x" * 4 * 700)  # a 700-token checkpoint
+    # 700 + 400 passes 1000, but 400 verbatim tokens are within half: no run.
+    assert agent_compaction._plan(thread, agent, [msg(1, 200), msg(2, 200)], manual=False) == ([], False)
+    fold, _ = agent_compaction._plan(thread, agent, [msg(1, 300), msg(2, 300)], manual=False)
+    assert [m.sequence_number for m in fold] == [1]
