@@ -53,9 +53,11 @@ def _record_failure(thread_id: uuid.UUID, error: ModelError) -> None:
     events.compaction_failed(thread_id, message)
 
 
-def _run_once(
+def _rows_to_fold(
     *, thread_id: uuid.UUID, keep_from_sequence: int | None, require_threshold: bool
-) -> CompactionResult | None:
+) -> tuple[Thread, list[Message]] | None:
+    """The thread and its un-compacted ordinary rows below ``keep_from_sequence``, or
+    None when there is nothing (or, for an automatic run, not enough) to fold."""
     thread = Thread.objects.select_related("active_summary").filter(pk=thread_id).first()
     if thread is None:
         raise ThreadNotFound()
@@ -73,6 +75,20 @@ def _run_once(
         threshold = thread.auto_compact_threshold
         if threshold is None or len(to_fold) + 1 < threshold:
             return None
+    return thread, to_fold
+
+
+def _run_once(
+    *, thread_id: uuid.UUID, keep_from_sequence: int | None, require_threshold: bool
+) -> CompactionResult | None:
+    found = _rows_to_fold(
+        thread_id=thread_id,
+        keep_from_sequence=keep_from_sequence,
+        require_threshold=require_threshold,
+    )
+    if found is None:
+        return None
+    thread, to_fold = found
     previous = thread.active_summary
 
     # The model call: outside every transaction and lock.

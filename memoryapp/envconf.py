@@ -7,8 +7,12 @@ the variable, so a typo in deployment fails at start-up instead of at the first 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
+
+T = TypeVar("T")
 
 
 def env_str(name: str, default: str = "") -> str:
@@ -23,38 +27,35 @@ def env_str(name: str, default: str = "") -> str:
 def env_bool(name: str, default: bool) -> bool:
     """Return ``True``/``False`` for the literal strings ``true``/``false`` (any case).
 
-    Raises ImproperlyConfigured for any other value, so ``DEBUG=flase`` is not silently false.
+    Raises ImproperlyConfigured for any other value (``1``, ``yes``, ``flase``), so a
+    typo in deployment is not silently read as one or the other.
     """
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
-    if raw.lower() in ("true", "1", "yes"):
-        return True
-    if raw.lower() in ("false", "0", "no"):
-        return False
-    raise ImproperlyConfigured(f"{name} must be true or false, got {raw!r}")
+    if raw.lower() not in ("true", "false"):
+        raise ImproperlyConfigured(f"{name} must be true or false, got {raw!r}")
+    return raw.lower() == "true"
+
+
+def _env_number(name: str, default: T, parse: Callable[[str], T], kind: str) -> T:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return parse(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be {kind}, got {raw!r}") from exc
 
 
 def env_int(name: str, default: int) -> int:
     """Return the variable as an int; ImproperlyConfigured if it is not one."""
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from exc
+    return _env_number(name, default, int, "an integer")
 
 
 def env_float(name: str, default: float) -> float:
     """Return the variable as a float; ImproperlyConfigured if it is not one."""
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return float(raw)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from exc
+    return _env_number(name, default, float, "a number")
 
 
 def env_list(name: str, default: list[str]) -> list[str]:

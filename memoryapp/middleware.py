@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable
 
 from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import reverse
 
 from memoryapp.errors import error_json
 
@@ -21,14 +22,14 @@ class ApiJsonErrorsMiddleware:
     error (DESIGN.md section 5). The 500 body never carries a traceback.
     """
 
-    PREFIX = "/v1/"
-
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
+        # The API's root path, from the URL conf (its ninja root view is "v1:api-root").
+        self.prefix = reverse("v1:api-root")
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        if not request.path.startswith(self.PREFIX) or response.status_code not in (404, 405):
+        if not request.path.startswith(self.prefix) or response.status_code not in (404, 405):
             return response
         if response.get("Content-Type", "").startswith("application/json"):
             return response
@@ -39,7 +40,7 @@ class ApiJsonErrorsMiddleware:
         return body
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if not request.path.startswith(self.PREFIX) or isinstance(exception, Http404):
+        if not request.path.startswith(self.prefix) or isinstance(exception, Http404):
             # Http404 from a view outside ninja (its root, /v1/) is Django's 404, made JSON
             # in __call__; not a 500.
             return None

@@ -216,6 +216,16 @@ class _Replay(Exception):
         self.message_id = message_id
 
 
+def _token_fields(tokens: dict[str, int] | None) -> dict[str, int]:
+    if tokens is None:
+        return {}
+    return {
+        "tokens_input": tokens["input"],
+        "tokens_output": tokens["output"],
+        "tokens_total": tokens["total"],
+    }
+
+
 def message_append(
     *,
     thread: Thread | str | uuid.UUID,
@@ -263,11 +273,8 @@ def message_append(
         metadata=metadata or None,
         idempotency_key=idempotency_key,
         created_at=now,
+        **_token_fields(tokens),
     )
-    if tokens is not None:
-        message.tokens_input = tokens["input"]
-        message.tokens_output = tokens["output"]
-        message.tokens_total = tokens["total"]
     params = sql.message_params(message)
     try:
         with sql.writers_queue(), transaction.atomic():

@@ -39,12 +39,18 @@ from memoryapp.errors import BODY_TOO_LARGE, INVALID_JSON, ThreadNotFound, error
 from memoryapp.models import Turn, UsageLine
 from memoryapp.validation import (
     MESSAGE_LIMIT_DEFAULT,
+    MESSAGE_LIMIT_MAX,
     Content,
     MessageLimit,
     SystemPrompt,
     issues_from_pydantic,
 )
-from playground.access import get_project_for_user, get_thread_for_user
+from playground.access import default_project, get_project_for_user, get_thread_for_user
+from playground.pages import page, project_url
+from playground.views import thread_context
+
+# Stands for the turn id in the turn-context URL handed to playground.js.
+TURN_ID_PLACEHOLDER = 2147483647
 
 
 class ChatIn(BaseModel):
@@ -113,6 +119,30 @@ def chat(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     return JsonResponse(body, status=201)
 
 
+@require_GET
+@login_required
+@default_project
+def playground(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
+    """The playground: a chat pane on a thread, its stats and the per-turn context panel.
+
+    The messageLimit control starts at the thread's autoCompactThreshold when that is
+    above the spec's default of 20 (capped at 100), so a first turn does not walk into the
+    messageLimit trap (spec 000) that prepare would warn about.
+    """
+    thread = get_thread_for_user(request, thread_id)
+    context = thread_context(thread, None)
+    project = thread.project
+    context["chat_url"] = project_url("playground:chat", project, thread.pk)
+    context["turn_url_template"] = project_url("playground:turn-context", project, TURN_ID_PLACEHOLDER)
+    context["turn_id_placeholder"] = TURN_ID_PLACEHOLDER
+    context["message_limit"] = min(
+        max(MESSAGE_LIMIT_DEFAULT, thread.auto_compact_threshold or 0),
+        MESSAGE_LIMIT_MAX,
+    )
+    context["message_limit_max"] = MESSAGE_LIMIT_MAX
+    return page(request, "playground/playground.html", context, project=project)
+
+
 TIMING_STEPS = [
     ("appendMs", "Append user message"),
     ("prepareMs", "Prepare"),
@@ -166,7 +196,8 @@ def turn_context(request: HttpRequest, turn_id: int) -> HttpResponse:
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     """CSRF_FAILURE_VIEW: JSON for the chat route (its caller is fetch()), Django's page elsewhere."""
-    if request.path.startswith("/dashboard/chat/"):
+    match = request.resolver_match
+    if match is not None and match.view_name == "playground:chat":
         return error_json(403, "CSRF check failed", detail=reason)
     from django.views.csrf import csrf_failure as default_failure
 

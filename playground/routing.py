@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
+from urllib.parse import urlencode
 
-from django.urls import path
+from django.urls import path, reverse
 
+from memoryapp.models import Project
 from playground.consumers import ThreadConsumer
 
 websocket_urlpatterns: list[Any] = [
     # <str:...>, not <uuid:...>: a malformed id must reach the consumer and be refused with
     # 4403 like any other, not fail routing with a 500 at the handshake.
-    path("ws/threads/<str:thread_id>/", ThreadConsumer.as_asgi()),
+    path("ws/threads/<str:thread_id>/", ThreadConsumer.as_asgi(), name="thread-socket"),
 ]
+# Django's reverse() reads ``urlpatterns``: thread_socket_path builds paths from the routes.
+urlpatterns = websocket_urlpatterns
+
+
+def thread_socket_path(thread_id: uuid.UUID | str, project: Project) -> str:
+    """The path of a thread's WebSocket for pages of ``project`` (``?projectId=``)."""
+    route = reverse("thread-socket", urlconf=__name__, kwargs={"thread_id": str(thread_id)})
+    return f"{route}?{urlencode({'projectId': project.pk})}"

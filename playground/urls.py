@@ -10,7 +10,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from memoryapp.ratelimit import login_throttle
-from playground import agent_views, job_views, views
+from playground import agent_views, chat_views, job_views, project_views, views
 
 app_name = "playground"
 
@@ -31,21 +31,21 @@ urlpatterns = [
     path("dashboard/threads/<uuid:thread_id>/", views.thread_detail, name="thread"),
     path("dashboard/threads/<uuid:thread_id>/stats/", views.thread_stats, name="thread-stats"),
     path("dashboard/threads/<uuid:thread_id>/compact/", views.thread_compact, name="thread-compact"),
-    path("dashboard/threads/<uuid:thread_id>/playground/", views.playground, name="playground"),
+    path("dashboard/threads/<uuid:thread_id>/playground/", chat_views.playground, name="playground"),
     path("dashboard/threads/<uuid:thread_id>/jobs/", job_views.thread_jobs, name="thread-jobs"),
     path("dashboard/jobs/<uuid:job_id>/retry/", job_views.job_retry, name="job-retry"),
     path("dashboard/agents/", agent_views.agent_list, name="agents"),
     path("dashboard/threads/<uuid:thread_id>/agent/", agent_views.agent_thread, name="agent-thread"),
     path("dashboard/threads/<uuid:thread_id>/memories/", agent_views.memories, name="memories"),
-    path("dashboard/members/", views.members, name="members"),
+    path("dashboard/members/", project_views.members, name="members"),
     path(
         "dashboard/members/<int:membership_id>/remove/",
-        views.member_remove,
+        project_views.member_remove,
         name="member-remove",
     ),
-    path("dashboard/keys/", views.api_keys, name="keys"),
-    path("dashboard/keys/created/", views.api_key_created, name="key-created"),
-    path("dashboard/keys/<int:key_id>/revoke/", views.api_key_revoke, name="key-revoke"),
-    path("dashboard/settings/", views.project_settings, name="settings"),
+    path("dashboard/keys/", project_views.api_keys, name="keys"),
+    path("dashboard/keys/created/", project_views.api_key_created, name="key-created"),
+    path("dashboard/keys/<int:key_id>/revoke/", project_views.api_key_revoke, name="key-revoke"),
+    path("dashboard/settings/", project_views.project_settings, name="settings"),
     path("dashboard/chat/", include("playground.chat_urls")),
 ]

@@ -1,7 +1,10 @@
-"""Shared fixtures: a project with an API key, an outsider project, and an API client.
+"""The shared test world and fixtures.
 
-``api`` is a small wrapper over Django's test client that sends the project's bearer key
-and JSON bodies, so tests read like the curl examples in the README.
+``project`` (Acme) with an API key and ``api``, a small wrapper over Django's test client
+that sends the project's bearer key and JSON bodies, so tests read like the curl
+examples in the README. ``world``: Acme's owner and member, an outsider who owns another
+project, a thread and a key, all built from tests.factories. Every test starts with
+fresh module-wide state (fresh_process_state) and the offline model (offline_model).
 """
 
 from __future__ import annotations
@@ -10,12 +13,15 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 
-from memoryapp.models import ApiKey, Project
+from memoryapp import working
+from memoryapp.models import ApiKey, Membership, Project, Thread
+from tests.factories import ProjectFactory, make_membership, make_project, make_user
 
 BASE = "/v1/memory/working"
 
@@ -65,7 +71,8 @@ class Api:
 
 @pytest.fixture
 def project(db: None) -> Project:
-    return Project.objects.create(slug="acme", name="Acme")
+    project = cast(Project, ProjectFactory(slug="acme", name="Acme"))
+    return project
 
 
 @pytest.fixture
@@ -82,7 +89,7 @@ def api(api_key: str) -> Api:
 @pytest.fixture
 def outsider_api(db: None) -> Api:
     """A client whose key belongs to another project."""
-    other = Project.objects.create(slug="other", name="Other")
+    other = cast(Project, ProjectFactory(slug="other", name="Other"))
     _, secret = ApiKey.issue(project=other, name="outsider")
     return Api(Client(), secret)
 
@@ -90,6 +97,68 @@ def outsider_api(db: None) -> Api:
 @pytest.fixture
 def anon_api(db: None) -> Api:
     return Api(Client(), None)
+
+
+@dataclass
+class World:
+    """Acme (``project``) with its ``owner`` and ``member``; an ``outsider`` who owns
+    ``other_project``; a thread of Acme (dataset user_42, tag web) and an API key."""
+
+    project: Project
+    owner: User
+    member: User
+    outsider: User
+    other_project: Project
+    thread: Thread
+    key: ApiKey
+    member_membership: Membership
+
+    def client(self, user: User | None) -> Client:
+        """A test client logged in as ``user`` (logged out for None)."""
+        client = Client()
+        if user is not None:
+            client.force_login(user)
+        return client
+
+
+@pytest.fixture
+def world(project: Project, settings: Any) -> World:
+    # PBKDF2 at full strength costs about half a second per user; these tests are not
+    # about hashing.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    owner, member, outsider = make_user("olivia"), make_user("mark"), make_user("oscar")
+    make_membership(owner, project, Membership.Role.OWNER)
+    member_membership = make_membership(member, project, Membership.Role.MEMBER)
+    other_project = make_project("Other")
+    make_membership(outsider, other_project, Membership.Role.OWNER)
+    thread = working.thread_create(project=project, dataset="user_42", tags=["web"])
+    key, _ = ApiKey.issue(project=project, name="ci")
+    return World(project, owner, member, outsider, other_project, thread, key, member_membership)
+
+
+def _reset_process_state() -> None:
+    from channels.layers import channel_layers
+
+    from memoryapp import events
+    from memoryapp.api.auth import key_cache
+    from memoryapp.llm import gemini
+
+    events.loop_sender.loop = None
+    events.loop_sender.queue = None
+    key_cache.clear()
+    with gemini._clients_lock:
+        gemini._clients.clear()
+    channel_layers.backends = {}
+
+
+@pytest.fixture(autouse=True)
+def fresh_process_state() -> Iterator[None]:
+    """Module-wide state starts empty in every test and is emptied after it: the event
+    sender's loop, the API key cache, the Gemini client cache, the channel layers
+    (whose groups belonged to event loops that are gone)."""
+    _reset_process_state()
+    yield
+    _reset_process_state()
 
 
 @pytest.fixture(autouse=True)

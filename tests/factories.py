@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import factory
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 
 from memoryapp.models import Membership, Project, Thread
 
@@ -40,3 +43,21 @@ class ThreadFactory(factory.django.DjangoModelFactory):
 
     project = factory.SubFactory(ProjectFactory)
     dataset = "user_42"
+
+
+def make_user(username: str) -> User:
+    """A user named ``username`` (password ``correct-horse-battery``)."""
+    user = cast(User, UserFactory(username=username))
+    return user
+
+
+def make_project(name: str) -> Project:
+    """A project named ``name``."""
+    project = cast(Project, ProjectFactory(name=name))
+    return project
+
+
+def make_membership(user: User, project: Project, role: str) -> Membership:
+    """``user`` in ``project`` with ``role`` (owner | member)."""
+    membership = cast(Membership, MembershipFactory(user=user, project=project, role=role))
+    return membership

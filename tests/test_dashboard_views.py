@@ -13,19 +13,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from html.parser import HTMLParser
-from typing import Any, cast
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
 from memoryapp import compaction, llm, working
 from memoryapp.llm.port import ModelTimeout
 from memoryapp.models import ApiKey, Job, Membership, Message, Project, Thread
-from playground import views
-from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+from playground import project_views, selectors, views
+from tests.conftest import World
+from tests.factories import make_membership, make_project, make_user
 
 PASSWORD = "correct-horse-battery"
 XSS = "<img src=x onerror=alert(1)>"
@@ -85,54 +85,6 @@ def tree(response: Any) -> Node:
 
 
 # --- fixtures -------------------------------------------------------------------------------
-
-
-def make_user(username: str) -> User:
-    return cast(User, UserFactory(username=username))
-
-
-def make_project(name: str) -> Project:
-    return cast(Project, ProjectFactory(name=name))
-
-
-def make_membership(user: User, project: Project, role: str) -> Membership:
-    return cast(Membership, MembershipFactory(user=user, project=project, role=role))
-
-
-@dataclass
-class World:
-    project: Project
-    owner: User
-    member: User
-    outsider: User
-    other_project: Project
-    thread: Thread
-    key: ApiKey
-    member_membership: Membership
-
-    def client(self, user: User | None) -> Client:
-        client = Client()
-        if user is not None:
-            client.force_login(user)
-        return client
-
-
-@pytest.fixture
-def world(db: None, settings: Any) -> World:
-    # PBKDF2 at full strength costs about half a second per user; these tests are not
-    # about hashing.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    project = make_project("Acme")
-    owner = make_user("olivia")
-    member = make_user("mark")
-    outsider = make_user("oscar")
-    make_membership(owner, project, Membership.Role.OWNER)
-    member_membership = make_membership(member, project, Membership.Role.MEMBER)
-    other_project = make_project("Other")
-    make_membership(outsider, other_project, Membership.Role.OWNER)
-    thread = working.thread_create(project=project, dataset="user_42", tags=["web"])
-    key, _ = ApiKey.issue(project=project, name="ci")
-    return World(project, owner, member, outsider, other_project, thread, key, member_membership)
 
 
 def url(name: str, project: Project, *args: Any, **query: Any) -> str:
@@ -536,7 +488,7 @@ def test_it_folds_compacted_messages_under_the_summary_that_covers_them(world: W
 
 
 def test_it_shows_the_newest_page_and_loads_older_ones(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(views, "MESSAGES_PAGE_SIZE", 5)
+    monkeypatch.setattr(selectors, "MESSAGES_PAGE_SIZE", 5)
     _fill(world.thread, 12)
     client = world.client(world.member)
     path = url("playground:thread", world.project, world.thread.pk)
@@ -557,7 +509,7 @@ def test_it_shows_the_newest_page_and_loads_older_ones(world: World, monkeypatch
 def test_it_groups_rows_folded_by_a_summary_on_a_newer_page(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(views, "MESSAGES_PAGE_SIZE", 3)
+    monkeypatch.setattr(selectors, "MESSAGES_PAGE_SIZE", 3)
     thread = working.thread_create(project=world.project, dataset="d", auto_compact_threshold=6)
     _fill(thread, 6)  # 1-5 folded into #7, #6 kept
     page = tree(
@@ -949,7 +901,7 @@ def test_it_shows_the_secret_to_the_next_get_only_and_a_reload_creates_no_key(
     created = client.post(url("playground:keys", world.project), {"name": "once"})
     first = client.get(created["Location"])
     secret = tree(first).by_testid("key-secret")[0].attrs["value"]
-    assert views.NEW_KEY_SESSION not in client.session
+    assert project_views.NEW_KEY_SESSION not in client.session
     reload = client.get(created["Location"], follow=True)
     assert reload.redirect_chain == [(url("playground:keys", world.project), 302)]
     body = reload.content.decode()

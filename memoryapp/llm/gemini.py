@@ -315,6 +315,24 @@ def _reply_parts(message: ChatMessage) -> tuple[list[types.Part], str]:
     return [types.Part(text=prompts.reply_history_text(role, content))], "user"
 
 
+def _reply_config(
+    system_instruction: str, tools: Sequence[ToolSpec] | None
+) -> types.GenerateContentConfig:
+    """The system instruction and the tools as function declarations; the client never
+    runs a tool itself."""
+    declarations = [
+        types.FunctionDeclaration(
+            name=t.name, description=t.description, parameters_json_schema=t.parameters
+        )
+        for t in tools or ()
+    ]
+    return types.GenerateContentConfig(
+        system_instruction=system_instruction or None,
+        tools=[types.Tool(function_declarations=declarations)] if declarations else None,
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+    )
+
+
 def reply_contents(messages: Sequence[ChatMessage]) -> list[types.Content]:
     """Chat history as Gemini contents, oldest first (see GeminiModel.reply for the
     message shapes). Consecutive turns of one role are merged into one content."""
@@ -525,24 +543,7 @@ class GeminiModel:
         blocked or stopped answer, an empty answer, or a stream cut off before its
         finish reason.
         """
-        config = types.GenerateContentConfig(
-            system_instruction=system_instruction or None,
-            tools=[
-                types.Tool(
-                    function_declarations=[
-                        types.FunctionDeclaration(
-                            name=t.name,
-                            description=t.description,
-                            parameters_json_schema=t.parameters,
-                        )
-                        for t in tools
-                    ]
-                )
-            ]
-            if tools
-            else None,
-            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
-        )
+        config = _reply_config(system_instruction, tools)
         model = self.config.chat_model
         usage: Usage | None = None
         finish: str | None = None

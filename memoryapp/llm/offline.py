@@ -323,6 +323,22 @@ def _choose(candidates: list[_Candidate], take: Callable[[_Candidate], bool]) ->
             covered_numbers |= numbers
 
 
+def _summary_candidates(
+    previous_summary: str | None, messages: list[TranscriptMessage]
+) -> list[_Candidate]:
+    """The carried lines (with CARRY_BONUS), then this run's, repeated lines dropped."""
+    candidates: list[_Candidate] = []
+    seen: set[str] = set()
+    carried = [(line, _line_score(line[2:]) + CARRY_BONUS, True) for line in _carried_lines(previous_summary)]
+    fresh = [(line, score, False) for line, score in _fresh_lines(messages)]
+    for line, score, is_carried in carried + fresh:
+        key = _key(line)
+        if key not in seen:
+            seen.add(key)
+            candidates.append(_Candidate(len(candidates), line, score, is_carried))
+    return candidates
+
+
 def extractive_summary(
     *, previous_summary: str | None, messages: list[TranscriptMessage], max_tokens: int
 ) -> str:
@@ -348,20 +364,7 @@ def extractive_summary(
     the header; one too small for any whole line keeps the best line cut to fit.
     Implements the rolling summary of spec 000 "Compaction" for DESIGN.md section 7.
     """
-    candidates: list[_Candidate] = []
-    seen: set[str] = set()
-    for line in _carried_lines(previous_summary):
-        key = _key(line)
-        if key not in seen:
-            seen.add(key)
-            candidates.append(
-                _Candidate(len(candidates), line, _line_score(line[2:]) + CARRY_BONUS, True)
-            )
-    for line, score in _fresh_lines(messages):
-        key = _key(line)
-        if key not in seen:
-            seen.add(key)
-            candidates.append(_Candidate(len(candidates), line, score, False))
+    candidates = _summary_candidates(previous_summary, messages)
     kept = [c for c in candidates if c.score >= MIN_SCORE]
     fresh_kept = [c for c in kept if not c.carried]
     # The lines this run's share is reserved for: the scored ones, or, when every one of

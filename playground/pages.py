@@ -1,0 +1,63 @@
+"""What every dashboard page shares: project-scoped URLs and rendering a full page or
+one of its HTMX partials."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.cache import patch_vary_headers
+
+from memoryapp import llm
+from memoryapp.models import Project
+from playground.access import is_owner, user_projects
+
+
+def project_url(name: str, project: Project, *args: Any, **query: Any) -> str:
+    """``reverse(name, args)`` plus ``?projectId=`` and any non-empty ``query`` values."""
+    params = {"projectId": project.pk, **{k: v for k, v in query.items() if v not in (None, "")}}
+    return f"{reverse(name, args=args)}?{urlencode(params)}"
+
+
+def adapter_info() -> dict[str, Any]:
+    """The model adapter in use, as the header and the playground show it: its registry
+    name and display model (issue 4 item 5)."""
+    provider = llm.provider()
+    return {"name": provider.name, "model": provider.display_model()}
+
+
+def page(
+    request: HttpRequest,
+    template: str,
+    context: dict[str, Any],
+    *,
+    project: Project | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    """Render a full page: adds the header's project switcher, role and adapter."""
+    full = {
+        "project": project,
+        "projects": user_projects(request),
+        "is_owner": project is not None and is_owner(request, project),
+        "adapter": adapter_info(),
+        **context,
+    }
+    response = render(request, template, full, status=status)
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+def partial(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
+    """Render ``template`` (``page.html#partial``) alone, varying on HX-Request."""
+    response = render(request, template, context)
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+def wants_partial(request: HttpRequest) -> bool:
+    """True for an HTMX request that is not a history restore (which needs the page)."""
+    htmx = getattr(request, "htmx", None)
+    return bool(htmx) and not htmx.history_restore_request  # type: ignore[union-attr]

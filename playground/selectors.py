@@ -1,0 +1,198 @@
+"""Read models of the dashboard: what its pages show, built with a bounded number of
+queries (HackSoft's selectors; the writes live in memoryapp's domain functions)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from memoryapp.models import Message, Project, Thread
+
+# The thread page shows the newest rows of a thread and pages back with ``before=``, so
+# a thread of 100,000 messages costs the same to show as one of 50.
+MESSAGES_PAGE_SIZE = 50
+DATASET_CHOICES_MAX = 200
+# Later summaries looked at to find which one folded a row shown on an older page.
+LATER_SUMMARIES_MAX = 3
+
+
+@dataclass
+class SummaryBlock:
+    """A summary row shown where it sits in the thread, with the rows its run folded.
+
+    ``folded`` holds the rows on this page; ``fold_from``..``summary.covers_to_sequence``
+    is the range its run folded (the previous summary's end + 1 onwards), so
+    ``folded_before_page`` says some of them are on older pages. ``on_page`` is False
+    for a summary from a newer page that folded rows shown here.
+    """
+
+    summary: Message
+    fold_from: int
+    folded: list[Message] = field(default_factory=list)
+    folded_before_page: bool = False
+    on_page: bool = True
+
+    @property
+    def active(self) -> bool:
+        return self.summary.compacted_at is None
+
+
+@dataclass
+class Timeline:
+    """One page of a thread for the dashboard, oldest first.
+
+    ``items`` are ``("message", Message)`` for rows in the context window or left
+    verbatim, and ``("summary", SummaryBlock)``; ``older_before`` is the ``before=``
+    value of the previous page (None on the first one).
+    """
+
+    items: list[tuple[str, Any]]
+    older_before: int | None
+    before: int | None
+    first_sequence: int | None
+
+
+@dataclass
+class _Page:
+    """The rows of one page, oldest first, and what the folding needs to know of it."""
+
+    thread: Thread
+    rows: list[Message]
+    has_older: bool
+
+    @property
+    def first(self) -> int:
+        return self.rows[0].sequence_number
+
+    @property
+    def last(self) -> int:
+        return self.rows[-1].sequence_number
+
+    @property
+    def summaries(self) -> list[Message]:
+        return [r for r in self.rows if r.is_summary]
+
+    @property
+    def off_page(self) -> int:
+        # Every committed run adds one summary row, so compaction_count says how many
+        # exist off this page; when none (or only the active one) can be off it, the
+        # scans below (which walk the thread's rows: no index covers is_summary) are skipped.
+        return self.thread.compaction_count - len(self.summaries)
+
+
+def _page_rows(thread: Thread, before: int | None) -> _Page:
+    qs = Message.objects.filter(thread=thread)
+    if before is not None:
+        qs = qs.filter(sequence_number__lt=before)
+    rows = list(qs.order_by("-sequence_number")[: MESSAGES_PAGE_SIZE + 1])
+    has_older = len(rows) > MESSAGES_PAGE_SIZE
+    rows = rows[:MESSAGES_PAGE_SIZE]
+    rows.reverse()
+    return _Page(thread=thread, rows=rows, has_older=has_older)
+
+
+def _on_page_blocks(page: _Page) -> tuple[dict[int, SummaryBlock], int]:
+    """The summaries on the page by sequence number, and where the last one's range ends."""
+    previous_end = 0
+    if page.summaries and page.has_older and page.off_page > 0:
+        previous = (
+            Message.objects.filter(
+                thread=page.thread, is_summary=True, sequence_number__lt=page.first
+            )
+            .order_by("-sequence_number")
+            .values_list("covers_to_sequence", flat=True)
+            .first()
+        )
+        previous_end = int(previous or 0)
+    blocks: dict[int, SummaryBlock] = {}
+    for summary in page.summaries:
+        fold_from = previous_end + 1
+        blocks[summary.sequence_number] = SummaryBlock(
+            summary=summary,
+            fold_from=fold_from,
+            folded_before_page=page.has_older and fold_from < page.first,
+        )
+        previous_end = int(summary.covers_to_sequence or previous_end)
+    return blocks, previous_end
+
+
+def _later_blocks(page: _Page, previous_end: int) -> list[SummaryBlock]:
+    """Summaries on newer pages that may have folded rows of this page."""
+    thread = page.thread
+    active = thread.active_summary if thread.active_summary_id else None
+    later: Iterable[Message]
+    if page.off_page == 1 and active is not None and active.sequence_number > page.last:
+        later = [active]
+    else:
+        later = Message.objects.filter(
+            thread=thread, is_summary=True, sequence_number__gt=page.last
+        ).order_by("sequence_number")[:LATER_SUMMARIES_MAX]
+    blocks = []
+    for summary in later:
+        blocks.append(SummaryBlock(summary=summary, fold_from=previous_end + 1, on_page=False))
+        previous_end = int(summary.covers_to_sequence or previous_end)
+    return blocks
+
+
+def _place_folded(folded: list[Message], candidates: list[SummaryBlock]) -> list[Message]:
+    """Put each folded row under the first summary whose range reaches it; return the
+    rows no summary reached."""
+    unplaced: list[Message] = []
+    for row in folded:
+        block = next(
+            (c for c in candidates if (c.summary.covers_to_sequence or 0) >= row.sequence_number),
+            None,
+        )
+        if block is None:
+            unplaced.append(row)
+        else:
+            block.folded.append(row)
+    return unplaced
+
+
+def thread_timeline(*, thread: Thread, before: int | None) -> Timeline:
+    """Build one page of ``thread`` (the newest MESSAGES_PAGE_SIZE rows below ``before``).
+
+    A compacted ordinary row belongs to the first summary whose range reaches it: runs
+    fold every un-compacted row up to their ``covers_to_sequence`` and ranges only grow
+    (docs/decisions.md, "The summary row"). Costs at most three queries whatever the
+    thread's length.
+    """
+    page = _page_rows(thread, before)
+    if not page.rows:
+        return Timeline(items=[], older_before=None, before=before, first_sequence=None)
+    blocks, previous_end = _on_page_blocks(page)
+    folded = [r for r in page.rows if r.compacted_at is not None and not r.is_summary]
+    candidates = list(blocks.values())
+    reach = max((c.summary.covers_to_sequence or 0 for c in candidates), default=0)
+    if folded and folded[-1].sequence_number > reach:
+        candidates += _later_blocks(page, previous_end)
+    unplaced = _place_folded(folded, candidates)
+
+    items: list[tuple[str, Any]] = []
+    for row in page.rows:
+        if row.is_summary:
+            items.append(("summary", blocks[row.sequence_number]))
+        elif row.compacted_at is None:
+            items.append(("message", row))
+    # Rows folded by a summary on a newer page sit after everything on this page.
+    items.extend(("summary", c) for c in candidates if not c.on_page and c.folded)
+    items.extend(("message", r) for r in unplaced)
+    return Timeline(
+        items=items,
+        older_before=page.first if page.has_older else None,
+        before=before,
+        first_sequence=page.first,
+    )
+
+
+def project_datasets(*, project: Project) -> list[str]:
+    """The project's distinct datasets, sorted, at most DATASET_CHOICES_MAX (the thread
+    list's filter suggestions)."""
+    return list(
+        Thread.objects.filter(project=project)
+        .order_by("dataset")
+        .values_list("dataset", flat=True)
+        .distinct()[:DATASET_CHOICES_MAX]
+    )
