@@ -78,6 +78,32 @@ def _rows_to_fold(
     return thread, to_fold
 
 
+def _record_run(locked: Thread, summary_row: Message, *, folded: int) -> None:
+    """Advance the locked thread's counters past a committed run that folded ``folded``
+    rows into ``summary_row`` (which took the next sequence number)."""
+    now = summary_row.created_at
+    locked.next_sequence = summary_row.sequence_number + 1
+    locked.uncompacted_count = max(locked.uncompacted_count - folded, 0)
+    locked.active_summary = summary_row
+    locked.compaction_count += 1
+    locked.last_compacted_at = now
+    locked.last_activity = now
+    locked.last_compaction_error = ""
+    locked.last_compaction_error_at = None
+    locked.save(
+        update_fields=[
+            "next_sequence",
+            "uncompacted_count",
+            "active_summary",
+            "compaction_count",
+            "last_compacted_at",
+            "last_activity",
+            "last_compaction_error",
+            "last_compaction_error_at",
+        ]
+    )
+
+
 def _run_once(
     *, thread_id: uuid.UUID, keep_from_sequence: int | None, require_threshold: bool
 ) -> CompactionResult | None:
@@ -139,26 +165,7 @@ def _run_once(
             tokens_total=summary.usage.input_tokens + summary.usage.output_tokens,
             created_at=now,
         )
-        locked.next_sequence = sequence + 1
-        locked.uncompacted_count = max(locked.uncompacted_count - len(fold_ids), 0)
-        locked.active_summary = summary_row
-        locked.compaction_count += 1
-        locked.last_compacted_at = now
-        locked.last_activity = now
-        locked.last_compaction_error = ""
-        locked.last_compaction_error_at = None
-        locked.save(
-            update_fields=[
-                "next_sequence",
-                "uncompacted_count",
-                "active_summary",
-                "compaction_count",
-                "last_compacted_at",
-                "last_activity",
-                "last_compaction_error",
-                "last_compaction_error_at",
-            ]
-        )
+        _record_run(locked, summary_row, folded=len(fold_ids))
         result = CompactionResult(
             summary=summary_row, compacted_count=len(fold_ids), from_sequence=first, to_sequence=last
         )
