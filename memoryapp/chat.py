@@ -49,7 +49,7 @@ class ChatModelFailed(ModelCallFailed):
     """
 
     def __init__(self, message: str, *, kind: str, user_message: dict[str, Any], turn_id: int) -> None:
-        super().__init__(message, kind=kind)
+        super().__init__(message, kind=kind, details={"userMessage": user_message, "turnId": turn_id})
         self.user_message = user_message
         self.turn_id = turn_id
 

@@ -66,9 +66,13 @@ class ModelCallFailed(MemoryError_):
     ``kind`` is one of ``timeout``, ``rate_limited``, ``unavailable``, ``bad_response``.
     """
 
-    def __init__(self, message: str, *, kind: str = "unavailable") -> None:
+    def __init__(
+        self, message: str, *, kind: str = "unavailable", details: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.kind = kind
+        # More fields for the 502 body (the chat route's userMessage and turnId).
+        self.details = details or {}
 
 
 class JobNotFound(MemoryError_):

@@ -14,7 +14,8 @@ logger = logging.getLogger(__name__)
 
 
 class ApiJsonErrorsMiddleware:
-    """Makes every /v1 error JSON, including the ones Django answers before ninja runs.
+    """Makes every /v1 (and chat route) error JSON, including the ones Django answers
+    before ninja runs.
 
     An unknown path under /v1/ (Django's 404), a method a route does not take (ninja's
     plain-text 405, whose ``Allow`` header is kept), and an unhandled exception (500)
@@ -22,14 +23,23 @@ class ApiJsonErrorsMiddleware:
     error (DESIGN.md section 5). The 500 body never carries a traceback.
     """
 
+    # Routes outside /v1 whose caller is fetch() and expects JSON (playground.chat_api).
+    JSON_VIEWS = frozenset({"playground:chat"})
+
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
         # The API's root path, from the URL conf (its ninja root view is "v1:api-root").
         self.prefix = reverse("v1:api-root")
 
+    def _answers_json(self, request: HttpRequest) -> bool:
+        match = request.resolver_match
+        return request.path.startswith(self.prefix) or (
+            match is not None and match.view_name in self.JSON_VIEWS
+        )
+
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        if not request.path.startswith(self.prefix) or response.status_code not in (404, 405):
+        if not self._answers_json(request) or response.status_code not in (404, 405):
             return response
         if response.get("Content-Type", "").startswith("application/json"):
             return response

@@ -244,8 +244,6 @@ LOGGING = {
     "loggers": {"django.channels.server": {"level": "WARNING"}},
 }
 
-CSRF_FAILURE_VIEW = "playground.chat_views.csrf_failure"
-
 # --- Security: cache for rate limits, CSP, production hardening (issue 12 item 5) ----------
 # The cache holds the rate-limit counters: Redis when REDIS_URL is set, so every server
 # process counts against one allowance; else this process's memory (one server process).

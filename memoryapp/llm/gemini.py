@@ -398,6 +398,19 @@ class GeminiModel:
                 ),
             )
 
+    def _generate_json(
+        self, *, what: str, prompt: prompts.Prompt, schema: dict[str, Any]
+    ) -> types.GenerateContentResponse:
+        """generateContent on GEMINI_SUMMARY_MODEL asking for JSON of ``schema``."""
+        return self._generate(
+            what=what,
+            model=self.config.summary_model,
+            prompt=prompt,
+            temperature=0.0,
+            response_mime_type="application/json",
+            response_json_schema=schema,
+        )
+
     # --- ModelPort --------------------------------------------------------------------
 
     def summarize(
@@ -475,14 +488,10 @@ class GeminiModel:
         """One generateContent call on GEMINI_SUMMARY_MODEL asking for JSON
         (``response_mime_type`` application/json, ``response_json_schema``
         prompts.EXTRACTION_SCHEMA), parsed by parse_extraction."""
-        prompt = prompts.extraction_prompt(messages=messages)
-        response = self._generate(
+        response = self._generate_json(
             what="extract",
-            model=self.config.summary_model,
-            prompt=prompt,
-            temperature=0.0,
-            response_mime_type="application/json",
-            response_json_schema=prompts.EXTRACTION_SCHEMA,
+            prompt=prompts.extraction_prompt(messages=messages),
+            schema=prompts.EXTRACTION_SCHEMA,
         )
         with self._errors("extract"):
             facts, entities = parse_extraction(_answer_text(response, what="extract"))
@@ -493,14 +502,10 @@ class GeminiModel:
         (``response_mime_type`` application/json, ``response_json_schema``
         episode_prompt.EPISODE_SCHEMA), parsed by episode_prompt.parse_episode: an answer
         that is not JSON of that shape raises ModelError (``bad_response``)."""
-        prompt = episode_prompt.episode_prompt(messages=messages)
-        response = self._generate(
+        response = self._generate_json(
             what="extract_episode",
-            model=self.config.summary_model,
-            prompt=prompt,
-            temperature=0.0,
-            response_mime_type="application/json",
-            response_json_schema=episode_prompt.EPISODE_SCHEMA,
+            prompt=episode_prompt.episode_prompt(messages=messages),
+            schema=episode_prompt.EPISODE_SCHEMA,
         )
         with self._errors("extract_episode"):
             return episode_prompt.parse_episode(

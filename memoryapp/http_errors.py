@@ -1,0 +1,118 @@
+"""The JSON error answers of every django-ninja API of the service (/v1 and the
+playground's chat route): one place maps exceptions to statuses and error_body.
+
+DESIGN.md section 5: ``{"error": ..., "issues"?: [...]}`` with the status it names;
+nothing a client can send produces a 500, and a 500 never carries a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.errors import HttpError, ValidationError
+
+from memoryapp.errors import (
+    BODY_TOO_LARGE,
+    INVALID_JSON,
+    InvalidInput,
+    ModelCallFailed,
+    error_body,
+)
+from memoryapp.validation import issues_from_pydantic
+
+logger = logging.getLogger(__name__)
+
+# The request location ninja puts in front of a field's location, then the parameter
+# name it wraps bodies and query schemas in; clients only care about their own fields.
+# One of each is stripped, so a field that happens to be called "query" keeps its name.
+_LOCATION_PREFIXES = {"body", "query", "path", "header"}
+_PARAMETER_NAMES = {"payload", "params", "filters"}
+# Statuses of ninja's own HttpErrors and what the body says for them.
+_HTTP_ERRORS = {403: "CSRF check failed", 405: "Method not allowed"}
+
+
+def error_response(
+    api: NinjaAPI,
+    request: HttpRequest,
+    status: int,
+    error: str,
+    issues: list[dict[str, Any]] | None = None,
+    **extra: Any,
+) -> HttpResponse:
+    """An error_body (memoryapp.errors) as ``api``'s response with ``status``."""
+    return api.create_response(request, error_body(error, issues, **extra), status=status)
+
+
+def validation_issues(errors: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Issues of ninja's pydantic ``errors``, the request location and parameter name
+    stripped from each path."""
+    issues = []
+    for err in errors:
+        loc = list(err.get("loc", ()))
+        strip = int(bool(loc) and loc[0] in _LOCATION_PREFIXES)
+        strip += int(len(loc) > strip and loc[strip] in _PARAMETER_NAMES)
+        issues.extend(issues_from_pydantic([err], strip=strip))
+    return issues
+
+
+def install_error_handlers(api: NinjaAPI, answers: Sequence[tuple[type[Exception], int, str]]) -> None:
+    """Register on ``api`` the handlers every API shares, plus ``answers``: exceptions
+    answered with a fixed ``(status, error)``.
+
+    Shared: invalid input 400 ``Validation error`` with issues (413 ``Payload too
+    large`` when content is over its limit), a body that is not JSON 400 with
+    ``invalid_json``, a body over the upload limit 413, ninja's 403 (CSRF) and 405,
+    ModelCallFailed 502 ``Model call failed`` with ``kind``, ``detail`` and the error's
+    ``details``, anything else 500 ``Internal server error`` (logged).
+    """
+
+    def respond(request: HttpRequest, status: int, error: str, *args: Any, **kw: Any) -> HttpResponse:
+        return error_response(api, request, status, error, *args, **kw)
+
+    def invalid(request: HttpRequest, exc: ValidationError | InvalidInput) -> HttpResponse:
+        issues = validation_issues(exc.errors) if isinstance(exc, ValidationError) else exc.issues
+        if any(i["code"] == "content_too_large" for i in issues):
+            return respond(request, 413, "Payload too large", issues)
+        return respond(request, 400, "Validation error", issues)
+
+    def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+        if exc.status_code == 400:  # ninja raises this for a body that is not JSON
+            return respond(request, 400, "Validation error", INVALID_JSON)
+        return respond(request, exc.status_code, _HTTP_ERRORS.get(exc.status_code, str(exc)))
+
+    def unhandled(request: HttpRequest, exc: Exception) -> HttpResponse:
+        # Never a traceback in an API body, even with DEBUG on; the log has it.
+        logger.exception("unhandled error on %s %s", request.method, request.path)
+        return respond(request, 500, "Internal server error")
+
+    def model_failed(request: HttpRequest, exc: ModelCallFailed) -> HttpResponse:
+        return respond(request, 502, "Model call failed", kind=exc.kind, detail=str(exc), **exc.details)
+
+    def too_large(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+        return respond(request, 413, "Payload too large", BODY_TOO_LARGE)
+
+    # exception_handler(), not add_exception_handler(): ninja types the latter's handler
+    # as taking the class too.
+    handlers: list[tuple[type[Exception], Callable[..., HttpResponse]]] = [
+        (ValidationError, invalid),
+        (InvalidInput, invalid),
+        (HttpError, http_error),
+        (RequestDataTooBig, too_large),
+        (Exception, unhandled),
+        (ModelCallFailed, model_failed),
+        *((exception, _fixed_answer(respond, status, error)) for exception, status, error in answers),
+    ]
+    for exception, handler in handlers:
+        api.exception_handler(exception)(handler)
+
+
+def _fixed_answer(respond: Callable[..., HttpResponse], status: int, error: str) -> Callable[..., HttpResponse]:
+    def answer(request: HttpRequest, exc: Exception) -> HttpResponse:
+        return respond(request, status, error)
+
+    return answer

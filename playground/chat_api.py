@@ -1,0 +1,93 @@
+"""The playground chat route (spec 002, POST /dashboard/chat/threads/<uuid>/chat?projectId=),
+a django-ninja API behind the login session and CSRF, not an API key.
+
+Answers, all JSON (the caller is fetch()):
+
+- Not logged in: 401 ``{"error": "Unauthorized"}`` rather than the dashboard's redirect
+  to the login page, which fetch() would follow into an HTML page.
+- No or a wrong CSRF token (the page sends ``X-CSRFToken``): 403 ``{"error": "CSRF
+  check failed"}``; a method other than POST: 405 with ``Allow: POST``
+  (memoryapp.middleware).
+- Not a member, another project's thread, a thread deleted during the turn: 404
+  ``{"error": "Thread not found"}`` (DESIGN.md section 5: never reveal that it exists).
+- Bad JSON or fields: 400 ``{"error": "Validation error", "issues": [...]}``; content
+  over the size limit: 413, as on /v1.
+- The model failing: 502 ``{"error": "Model call failed", "kind", "detail",
+  "userMessage", "turnId"}``; the user message stays stored.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError
+from ninja.security import SessionAuth
+from pydantic import BaseModel, ConfigDict, StrictBool
+
+from memoryapp.chat import chat_turn
+from memoryapp.errors import ThreadNotFound
+from memoryapp.http_errors import install_error_handlers
+from memoryapp.models import Thread
+from memoryapp.validation import MESSAGE_LIMIT_DEFAULT, Content, MessageLimit, SystemPrompt
+from playground.access import get_thread_for_user
+
+
+class ThreadMemberAuth(SessionAuth):
+    """The login session (CSRF checked first), then the path's thread, looked up through
+    playground.access: another project's thread is 404 before the body is read, so a
+    non-member learns nothing from validation errors. ``request.auth`` is the Thread."""
+
+    def authenticate(self, request: HttpRequest, key: str | None) -> Thread | None:
+        if super().authenticate(request, key) is None:
+            return None
+        match = request.resolver_match
+        assert match is not None
+        return get_thread_for_user(request, match.kwargs["thread_id"])
+
+
+chat_api = NinjaAPI(
+    title="Playground chat",
+    version="1",
+    urls_namespace="playground-chat",
+    auth=ThreadMemberAuth(csrf=True),
+    docs_url=None,
+    openapi_url=None,
+)
+install_error_handlers(
+    chat_api,
+    [
+        (AuthenticationError, 401, "Unauthorized"),
+        (ThreadNotFound, 404, "Thread not found"),
+        (Http404, 404, "Thread not found"),
+    ],
+)
+
+
+class ChatIn(BaseModel):
+    """The chat request body (spec 002): unknown fields are dropped, as on /v1; content
+    follows the rules of an appended message (memoryapp.validation)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    content: Content
+    systemPrompt: SystemPrompt | None = None
+    messageLimit: MessageLimit = MESSAGE_LIMIT_DEFAULT
+    verbose: StrictBool = False
+
+
+@chat_api.post("/threads/{uuid:thread_id}/chat", url_name="chat")
+def chat(request: HttpRequest, thread_id: uuid.UUID, payload: ChatIn) -> HttpResponse:
+    """Run one playground chat turn (memoryapp.chat.chat_turn); 201 with its body."""
+    thread = request.auth  # type: ignore[attr-defined]  # ThreadMemberAuth's Thread
+    assert isinstance(thread, Thread) and thread.pk == thread_id
+    body = chat_turn(
+        thread=thread,
+        user=request.user,
+        content=payload.content,
+        system_prompt=payload.systemPrompt or "",
+        message_limit=payload.messageLimit,
+        verbose=payload.verbose,
+    )
+    return JsonResponse(body, status=201)
