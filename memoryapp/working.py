@@ -226,6 +226,24 @@ def _token_fields(tokens: dict[str, int] | None) -> dict[str, int]:
     }
 
 
+def _replayed(message_id: uuid.UUID, *, role: str, content: str) -> AppendResult:
+    """The first message stored under an Idempotency-Key; IdempotencyConflict when the
+    replay is a different message."""
+    first = Message.objects.get(pk=message_id)
+    if first.role != role or first.content != content:
+        raise IdempotencyConflict() from None
+    return AppendResult(message=first, replayed=True)
+
+
+def _compaction_due(counters: sql.Counters) -> bool:
+    # An agent's thread compacts by the agent's token budget, which only
+    # memoryapp.agent_compaction can judge: every append lets it look (spec 004).
+    return bool(
+        counters.has_agent
+        or (counters.threshold is not None and counters.uncompacted >= counters.threshold)
+    )
+
+
 def message_append(
     *,
     thread: Thread | str | uuid.UUID,
@@ -292,10 +310,7 @@ def message_append(
                     raise _Replay(existing)
             sql.message_insert(params, sequence=counters.sequence)
     except _Replay as replay:
-        first = Message.objects.get(pk=replay.message_id)
-        if first.role != role or first.content != content:
-            raise IdempotencyConflict() from None
-        return AppendResult(message=first, replayed=True)
+        return _replayed(replay.message_id, role=role, content=content)
     except IntegrityError as exc:
         # Only reachable if two writers bypassed the row lock, which the lock prevents;
         # surface it as a conflict rather than a 500.
@@ -304,12 +319,7 @@ def message_append(
     message._state.adding = False
     message._state.db = transaction.get_connection().alias
     events.message_appended(message)
-    # An agent's thread compacts by the agent's token budget, which only
-    # memoryapp.agent_compaction can judge: every append lets it look (spec 004).
-    due = counters.has_agent or (
-        counters.threshold is not None and counters.uncompacted >= counters.threshold
-    )
-    return AppendResult(message=message, compaction_due=due)
+    return AppendResult(message=message, compaction_due=_compaction_due(counters))
 
 
 def message_list(

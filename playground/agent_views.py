@@ -32,7 +32,7 @@ from memoryapp.errors import InvalidInput
 from memoryapp.models import Agent, MemoryNote, MemoryNoteVersion, Message, Project, Thread
 from playground import forms
 from playground.access import default_project, get_project_for_user, get_thread_for_user
-from playground.views import _page, _partial, _url, _wants_partial
+from playground.pages import page, partial, project_url, wants_partial
 
 # Messages shown on an agent's thread page (the newest ones).
 TURN_MESSAGES = 200
@@ -42,10 +42,10 @@ THREADS_PER_AGENT = 20
 def _live(project: Project, thread: Thread, name: str) -> dict[str, Any]:
     return {
         "ws_path": f"/ws/threads/{thread.pk}/?{urlencode({'projectId': project.pk})}",
-        "live_url": _url(name, project, thread.pk),
-        "thread_url": _url("playground:thread", project, thread.pk),
-        "agent_url": _url("playground:agent-thread", project, thread.pk),
-        "memories_url": _url("playground:memories", project, thread.pk),
+        "live_url": project_url(name, project, thread.pk),
+        "thread_url": project_url("playground:thread", project, thread.pk),
+        "agent_url": project_url("playground:agent-thread", project, thread.pk),
+        "memories_url": project_url("playground:memories", project, thread.pk),
     }
 
 
@@ -60,13 +60,13 @@ def agent_list(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         if form.is_valid() and _define(project, form):
             messages.success(request, f"Agent {form.cleaned_data['name']} saved.")
-            return redirect(_url("playground:agents", project))
+            return redirect(project_url("playground:agents", project))
         status = 400
     rows = []
     for agent in agents.agent_list(project=project):
         threads = list(Thread.objects.filter(agent=agent).order_by("-created")[:THREADS_PER_AGENT])
         rows.append({"agent": agent, "threads": threads})
-    return _page(
+    return page(
         request, "playground/agents.html", {"rows": rows, "form": form, "nav": "agents"},
         project=project, status=status,
     )
@@ -142,9 +142,9 @@ def agent_thread(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
         "project": project, "thread": thread, "agent": agent, "items": _turn_items(thread),
         **_live(project, thread, "playground:agent-thread"), "nav": "agents",
     }
-    if _wants_partial(request):
-        return _partial(request, "playground/agent_thread.html#turns", context)
-    return _page(request, "playground/agent_thread.html", context, project=project)
+    if wants_partial(request):
+        return partial(request, "playground/agent_thread.html#turns", context)
+    return page(request, "playground/agent_thread.html", context, project=project)
 
 
 @dataclass(frozen=True)
@@ -205,6 +205,6 @@ def memories(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
         "store_bytes": store, "cap_bytes": cap, "store_percent": _percent(store, cap),
         **_live(project, thread, "playground:memories"), "nav": "agents",
     }
-    if _wants_partial(request):
-        return _partial(request, "playground/memories.html#store", context)
-    return _page(request, "playground/memories.html", context, project=project)
+    if wants_partial(request):
+        return partial(request, "playground/memories.html#store", context)
+    return page(request, "playground/memories.html", context, project=project)
