@@ -238,14 +238,9 @@ def _run_once(thread_id: uuid.UUID, manual: bool) -> CompactionResult | None:
         return None
     try:
         summary = _summarize(read.agent, _previous_summary(read.thread.active_summary), read.fold, read.open_notes)
-    except ModelError as exc:
+    except ModelError as exc:  # the registry's GuardedModel made any failure a ModelError
         _record_failure(thread_id, exc)
         raise
-    except Exception as exc:
-        logger.exception("model adapter raised a non-ModelError during summarize")
-        error = ModelError(f"{type(exc).__name__}: {exc}", kind="bad_response")
-        _record_failure(thread_id, error)
-        raise error from exc
     return _commit(read, summary)
 
 
