@@ -15,7 +15,7 @@ management command, a worker) with async_to_sync.
 Event shape: ``{"type": "thread.event", "event": <name>, "threadId": str, "data": {...}}``
 with names ``message.appended``, ``thread.compacted``, ``compaction.failed``,
 ``thread.changed``, ``thread.deleted``, ``chat.delta``, ``chat.done``, ``chat.error``,
-``job.changed``. Events that jobs send in the db worker travel through memoryapp.relay
+``job.changed``; ``dataset.changed`` goes to a dataset's group (``dataset_group``). Events that jobs send in the db worker travel through memoryapp.relay
 when the layer is process-local (no REDIS_URL).
 playground.consumers forwards each to the browser as ``{"event", "threadId", "data"}``.
 """
@@ -23,6 +23,7 @@ playground.consumers forwards each to the browser as ``{"event", "threadId", "da
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import uuid
 from collections.abc import Callable
@@ -112,11 +113,23 @@ def _payload(
     return {"type": "thread.event", "event": event, "threadId": str(thread_id), "data": build()}
 
 
-def _send_now(thread_id: uuid.UUID | str, event: str, build: Callable[[], dict[str, Any]]) -> None:
+def dataset_group(project_id: int, dataset: str) -> str:
+    """The channel group of one dataset of a project (group names are ASCII and short,
+    dataset names are neither, hence the hash)."""
+    digest = hashlib.sha256(f"{project_id}\0{dataset}".encode()).hexdigest()[:40]
+    return f"dataset.{digest}"
+
+
+def _send_now(
+    thread_id: uuid.UUID | str,
+    event: str,
+    build: Callable[[], dict[str, Any]],
+    group: str | None = None,
+) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
-    group = thread_group(thread_id)
+    group = group or thread_group(thread_id)
     if relay.relay_wanted(layer):
         # Sent by a job in the db worker: this process's own layer reaches nobody, the
         # servers' layers may, so the event goes to them through the database.
@@ -184,3 +197,10 @@ def job_changed(thread_id: uuid.UUID, job: dict[str, Any]) -> None:
     """A background job of the thread changed status; ``job`` is its wire shape
     (memoryapp.serializers.job_to_dict)."""
     broadcast(thread_id, "job.changed", lambda: job)
+
+
+def dataset_changed(thread: Thread) -> None:
+    """The memory of the thread's dataset changed (its episode job finished): sent to the
+    dataset's group, which the dashboard's dataset page listens to."""
+    group = dataset_group(thread.project_id, thread.dataset)
+    transaction.on_commit(lambda: _send_now(thread.pk, "dataset.changed", dict, group=group))

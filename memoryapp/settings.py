@@ -221,6 +221,8 @@ MEMORY_COMPACTION_LEASE_SECONDS = env_int("MEMORY_COMPACTION_LEASE_SECONDS", 120
 # Minutes of silence after which `manage.py end_idle_threads` ends a thread (queues its
 # episode job); 0 = off. A project's auto_end_idle_minutes overrides it.
 MEMORY_AUTO_END_IDLE_MINUTES = env_int("MEMORY_AUTO_END_IDLE_MINUTES", 0)
+# The dashboard's contradictions inbox lists the invalidations of this many last days.
+MEMORY_CONTRADICTION_DAYS = env_int("MEMORY_CONTRADICTION_DAYS", 14)
 # Model prices in USD per 1M tokens, for the playground's per-turn cost lines. Defaults are
 # Gemini 2.5 Flash's paid-tier text prices; the offline adapter always costs 0.
 MEMORY_PRICE_INPUT_PER_MTOK = env_float("MEMORY_PRICE_INPUT_PER_MTOK", 0.30)

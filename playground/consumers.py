@@ -20,7 +20,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from memoryapp import events
-from memoryapp.models import Thread
+from memoryapp.models import Membership, Thread
 
 CLOSE_FORBIDDEN = 4403
 
@@ -72,6 +72,52 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
 
     async def thread_event(self, message: dict[str, Any]) -> None:
         """A ``thread.event`` from memoryapp.events: forward it as one JSON frame."""
+        await self.send_json(
+            {"event": message["event"], "threadId": message["threadId"], "data": message["data"]}
+        )
+
+
+def may_watch_dataset(user: Any, project_id: str | None, dataset: str | None) -> bool:
+    """Whether ``user`` is a logged-in member of project ``project_id`` and names a
+    ``dataset`` (any name: a dataset is a scope of the project, not a row)."""
+    if user is None or not user.is_authenticated or not dataset or len(dataset) > 200:
+        return False
+    if not project_id or not project_id.isdigit() or len(project_id) > 18:
+        return False
+    return Membership.objects.filter(project_id=int(project_id), user=user).exists()
+
+
+class DatasetConsumer(AsyncJsonWebsocketConsumer):
+    """Forwards a dataset's events (``dataset.changed``) to its dashboard page:
+    ws://host/ws/datasets/?projectId=<pid>&dataset=<name>; refused like ThreadConsumer."""
+
+    group: str | None = None
+
+    async def connect(self) -> None:
+        query = parse_qs(self.scope.get("query_string", b"").decode("utf-8", "replace"))
+        project_id = (query.get("projectId") or [None])[0]
+        dataset = (query.get("dataset") or [None])[0]
+        allowed = await database_sync_to_async(may_watch_dataset)(
+            self.scope.get("user"), project_id, dataset
+        )
+        if not allowed or project_id is None or dataset is None:
+            await self.accept()
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        self.group = events.dataset_group(int(project_id), dataset)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        if self.group is not None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+            self.group = None
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        """The socket is one-way: frames from the browser are ignored."""
+
+    async def thread_event(self, message: dict[str, Any]) -> None:
+        """An event of memoryapp.events: forward it as one JSON frame."""
         await self.send_json(
             {"event": message["event"], "threadId": message["threadId"], "data": message["data"]}
         )

@@ -51,7 +51,8 @@ def thread_jobs(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
 @require_POST
 @login_required
 def job_retry(request: HttpRequest, job_id: uuid.UUID) -> HttpResponse:
-    """Queue a new attempt of a failed job, then back to its thread (or the thread list)."""
+    """Queue a new attempt of a failed job, then back to its thread (or, when the form
+    says ``next=jobs`` or the job has no thread, to the project's Jobs page)."""
     project = get_project_for_user(request)
     job = get_object_or_404(Job, pk=job_id, project=project)
     try:
@@ -65,6 +66,7 @@ def job_retry(request: HttpRequest, job_id: uuid.UUID) -> HttpResponse:
     else:
         messages.success(request, "Retry queued: the job runs again in the background.")
     query = urlencode({"projectId": project.pk})
-    if job.thread_id is None:
-        return redirect(f"{reverse('playground:threads')}?{query}")
+    if job.thread_id is None or request.POST.get("next") == "jobs":
+        # The project's Jobs page lists it (a job without a thread appears nowhere else).
+        return redirect(f"{reverse('playground:jobs')}?{query}")
     return redirect(f"{reverse('playground:thread', args=(job.thread_id,))}?{query}")

@@ -9,12 +9,14 @@ from urllib.parse import urlencode
 from django.urls import path, reverse
 
 from memoryapp.models import Project
-from playground.consumers import ThreadConsumer
+from playground.consumers import DatasetConsumer, ThreadConsumer
 
 websocket_urlpatterns: list[Any] = [
     # <str:...>, not <uuid:...>: a malformed id must reach the consumer and be refused with
     # 4403 like any other, not fail routing with a 500 at the handshake.
     path("ws/threads/<str:thread_id>/", ThreadConsumer.as_asgi(), name="thread-socket"),
+    # ?projectId=&dataset=: a dataset's dashboard page (playground.memory_views).
+    path("ws/datasets/", DatasetConsumer.as_asgi(), name="dataset-socket"),
 ]
 # Django's reverse() reads ``urlpatterns``: thread_socket_path builds paths from the routes.
 urlpatterns = websocket_urlpatterns
@@ -24,3 +26,9 @@ def thread_socket_path(thread_id: uuid.UUID | str, project: Project) -> str:
     """The path of a thread's WebSocket for pages of ``project`` (``?projectId=``)."""
     route = reverse("thread-socket", urlconf=__name__, kwargs={"thread_id": str(thread_id)})
     return f"{route}?{urlencode({'projectId': project.pk})}"
+
+
+def dataset_socket_path(project: Project, dataset: str) -> str:
+    """The path of the WebSocket of ``dataset`` of ``project`` (its dashboard page)."""
+    route = reverse("dataset-socket", urlconf=__name__)
+    return f"{route}?{urlencode({'projectId': project.pk, 'dataset': dataset})}"

@@ -10,7 +10,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from memoryapp.ratelimit import login_throttle
-from playground import agent_views, chat_views, job_views, project_views, views
+from playground import agent_views, chat_views, job_views, memory_views, project_views, views
 
 app_name = "playground"
 
@@ -48,4 +48,20 @@ urlpatterns = [
     path("dashboard/keys/<int:key_id>/revoke/", project_views.api_key_revoke, name="key-revoke"),
     path("dashboard/settings/", project_views.project_settings, name="settings"),
     path("dashboard/chat/", include("playground.chat_urls")),
+    # Memory per dataset and the project's jobs (issue 8 item 6; playground.memory_views).
+    path("dashboard/memory/", memory_views.memory_home, name="memory"),
+    path("dashboard/memory/dataset/", memory_views.dataset_detail, name="dataset"),
+    path("dashboard/memory/entities/<uuid:entity_id>/", memory_views.entity_detail, name="entity"),
+    path("dashboard/memory/facts/<uuid:fact_id>/delete/", memory_views.fact_delete, name="fact-delete"),
+    path(
+        "dashboard/memory/facts/<uuid:fact_id>/confirm/",
+        memory_views.contradiction_confirm,
+        name="contradiction-confirm",
+    ),
+    path(
+        "dashboard/memory/facts/<uuid:fact_id>/restore/",
+        memory_views.contradiction_restore,
+        name="contradiction-restore",
+    ),
+    path("dashboard/jobs/", memory_views.job_list, name="jobs"),
 ]

@@ -14,7 +14,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 from django.test import Client
 
-from memoryapp import compaction, serializers, working
+from memoryapp import compaction, episodic, serializers, working
 from memoryapp.asgi import application
 from memoryapp.chat import chat_turn
 from memoryapp.models import ApiKey, Membership, Message, Project, Thread
@@ -234,3 +234,49 @@ async def test_it_refuses_a_malformed_thread_id(thread_id: str) -> None:
         await _refused(communicator, connected)
     finally:
         await communicator.disconnect()
+
+
+# --- a dataset's page (DatasetConsumer; issue 8 item 6) ------------------------------------
+
+
+async def _connect_dataset(project_id: Any, dataset: str, user: User | None) -> tuple[WebsocketCommunicator, bool]:
+    cookie = await sync_to_async(_session_cookie)(user)
+    headers = [(b"origin", b"http://testserver")]
+    if cookie:
+        headers.append((b"cookie", cookie.encode()))
+    communicator = WebsocketCommunicator(
+        application, f"/ws/datasets/?projectId={project_id}&dataset={dataset}", headers=headers
+    )
+    connected, _ = await communicator.connect(timeout=TIMEOUT)
+    return communicator, connected
+
+
+async def test_it_sends_a_dataset_page_the_end_of_an_episode_job() -> None:
+    project, thread, user, _ = await sync_to_async(_setup)()
+    communicator, connected = await _connect_dataset(project.pk, "user_42", user)
+    assert connected
+    other, other_connected = await _connect_dataset(project.pk, "user_7", user)
+    assert other_connected
+
+    def end() -> None:
+        working.message_append(thread=thread, role="user", content="I drive a Honda Civic")
+        episodic.thread_end(project=project, thread_id=thread.pk)
+
+    await sync_to_async(end)()
+    frames = await _frames_until(communicator, "dataset.changed")
+    assert frames[-1] == {"event": "dataset.changed", "threadId": str(thread.pk), "data": {}}
+    assert await other.receive_nothing(timeout=0.2)
+    await communicator.disconnect()
+    await other.disconnect()
+
+
+async def test_it_refuses_a_dataset_to_an_outsider_a_visitor_and_no_dataset() -> None:
+    project, _, _, _ = await sync_to_async(_setup)()
+    outsider = await sync_to_async(User.objects.create_user)(username="outsider")
+    for project_id, dataset, user in (
+        (project.pk, "user_42", outsider),
+        (project.pk, "user_42", None),
+        (project.pk, "", await sync_to_async(User.objects.get)(username="member")),
+    ):
+        communicator, connected = await _connect_dataset(project_id, dataset, user)
+        await _refused(communicator, connected)

@@ -44,7 +44,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from memoryapp import agents, compaction, episodic, working
 from memoryapp.api import api
 from memoryapp.chat import chat_turn
-from memoryapp.models import ApiKey, Fact, Job, Membership, Project, Thread
+from memoryapp.models import ApiKey, Entity, Fact, Job, Membership, Project, Thread
 from playground.consumers import CLOSE_FORBIDDEN
 from playground.routing import websocket_urlpatterns
 
@@ -176,6 +176,15 @@ def _fact_id(v: Victim) -> str:
     return str(Fact.objects.get(episode=built.episode).pk)
 
 
+def _entity_id(v: Victim) -> str:
+    """An entity named after the victim's token (the marker a leak would show)."""
+    name = f"place {v.token}"
+    entity = Entity.objects.create(
+        project=v.project, dataset=SHARED_DATASET, name=name, key=name.casefold(), kind="thing"
+    )
+    return str(entity.pk)
+
+
 def _job_id(v: Victim) -> str:
     """A failed job (so a Retry would change it) whose error only the victim's data has."""
     job = Job.objects.create(
@@ -203,6 +212,7 @@ PATH_PARAMETERS: dict[str, Callable[[Victim], str]] = {
     "thread_id": _thread_id,
     "episode_id": _episode_id,
     "fact_id": _fact_id,
+    "entity_id": _entity_id,
     "job_id": _job_id,
     "agent_name": _agent_name,
     "membership_id": _membership_id,

@@ -5,7 +5,7 @@ from memoryapp.models.episodes import Episode
 from memoryapp.models.events import RelayedEvent
 from memoryapp.models.jobs import Job
 from memoryapp.models.projects import ApiKey, Membership, Project
-from memoryapp.models.semantic import Entity, Fact
+from memoryapp.models.semantic import Entity, Fact, FactReview
 from memoryapp.models.threads import Message, Thread, ThreadTag
 from memoryapp.models.usage import Turn, UsageLine
 
@@ -15,6 +15,7 @@ __all__ = [
     "Entity",
     "Episode",
     "Fact",
+    "FactReview",
     "Job",
     "Membership",
     "MemoryNote",

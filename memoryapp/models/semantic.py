@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -107,3 +108,40 @@ class Fact(models.Model):
 
     def __str__(self) -> str:
         return self.text[:80]
+
+
+class FactReview(models.Model):
+    """A person's verdict on one invalidation: ``fact`` was invalidated by ``replaced_by``
+    (issue 8 item 6, the contradictions inbox; docs/decisions.md).
+
+    ``confirmed``: the newer fact stands. ``restored``: the older fact was made current
+    again and the newer one invalidated by it; the restore writes two rows, one for each
+    direction of the pair, so neither shows in the inbox again. Keyed on the pair, so a
+    fact invalidated again later by a third fact is a new entry of the inbox.
+    """
+
+    class Action(models.TextChoices):
+        CONFIRMED = "confirmed"
+        RESTORED = "restored"
+
+    id = models.BigAutoField(primary_key=True)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="fact_reviews")
+    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="reviews")
+    replaced_by = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="+")
+    action = models.CharField(max_length=16, choices=Action.choices)
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["fact", "replaced_by"], name="fact_review_pair_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.fact_id} / {self.replaced_by_id}"

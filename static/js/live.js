@@ -16,7 +16,7 @@
     if (!root || !root.dataset.wsPath || !window.WebSocket) return;
     var statusEl = document.getElementById("live-status");
     var attempt = 0;
-    var wanted = { messages: false, stats: false, jobs: false };
+    var wanted = { messages: false, stats: false, jobs: false, live: false };
     var timer = null;
     var inFlight = false;
 
@@ -41,14 +41,14 @@
       if (wanted.jobs && root.dataset.jobsUrl && document.getElementById("jobs")) {
         jobs.push(htmx.ajax("GET", root.dataset.jobsUrl, { source: "#jobs", target: "#jobs", swap: "outerHTML" }));
       }
-      // Other live fragments (the Agents and Memories surfaces) name their own URL.
-      if (wanted.messages) {
+      // Other live fragments (the Agents, Memories and dataset pages) name their own URL.
+      if (wanted.messages || wanted.live) {
         document.querySelectorAll("[data-live-url][id]").forEach(function (el) {
           var sel = "#" + el.id;
           jobs.push(htmx.ajax("GET", el.dataset.liveUrl, { source: sel, target: sel, swap: "outerHTML" }));
         });
       }
-      wanted = { messages: false, stats: false, jobs: false };
+      wanted = { messages: false, stats: false, jobs: false, live: false };
       if (!jobs.length) return;
       inFlight = true;
       Promise.all(jobs).then(done, done);
@@ -63,9 +63,10 @@
       if (parts.messages) wanted.messages = true;
       if (parts.stats) wanted.stats = true;
       if (parts.jobs) wanted.jobs = true;
+      if (parts.live) wanted.live = true;
       if (timer === null) timer = window.setTimeout(refreshNow, REFRESH_DELAY_MS);
     }
-    window.memoryLive = { refresh: function () { schedule({ messages: true, stats: true, jobs: true }); } };
+    window.memoryLive = { refresh: function () { schedule({ messages: true, stats: true, jobs: true, live: true }); } };
 
     function handle(frame) {
       if (!frame || typeof frame.event !== "string") return;
@@ -82,6 +83,9 @@
           break;
         case "job.changed":
           schedule({ jobs: true });
+          break;
+        case "dataset.changed":
+          schedule({ live: true });
           break;
         case "thread.deleted":
           setStatus("closed", "this thread was deleted");
@@ -100,7 +104,7 @@
         attempt = 0;
         setStatus("open", "live");
         // Catch up on anything that happened while the socket was down.
-        if (reconnected) schedule({ messages: true, stats: true, jobs: true });
+        if (reconnected) schedule({ messages: true, stats: true, jobs: true, live: true });
       });
       socket.addEventListener("message", function (event) {
         var frame;

@@ -1,0 +1,106 @@
+"""The contradictions inbox: a person confirms an invalidation or restores the older fact
+(issue 8 item 6; docs/decisions.md, "Contradictions inbox").
+
+An entry is a fact invalidated by another fact (``invalidated_by`` set) within the last
+``MEMORY_CONTRADICTION_DAYS`` days whose pair has no FactReview yet.
+
+- confirm: records that the newer fact stands; nothing else changes.
+- restore: the older fact is current again (``invalidated_at``/``invalidated_by``
+  cleared) and the newer one is invalidated by it at the moment of the restore; both
+  directions of the pair are recorded as ``restored``, so neither shows in the inbox
+  again. Recall reads ``invalidated_at``, so it follows at once.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.db.models import Exists, OuterRef, QuerySet
+from django.utils import timezone
+
+from memoryapp.errors import FactNotFound
+from memoryapp.models import Fact, FactReview, Project
+
+
+@dataclass(frozen=True)
+class Contradiction:
+    """One inbox entry: ``older`` was invalidated by ``newer`` at ``older.invalidated_at``."""
+
+    older: Fact
+    newer: Fact
+
+
+def _unreviewed(qs: QuerySet[Fact]) -> QuerySet[Fact]:
+    reviewed = FactReview.objects.filter(fact=OuterRef("pk"), replaced_by=OuterRef("invalidated_by"))
+    return qs.filter(invalidated_by__isnull=False).exclude(Exists(reviewed))
+
+
+def contradiction_list(
+    *, project: Project, dataset: str, now: datetime | None = None, limit: int = 100
+) -> list[Contradiction]:
+    """The dataset's unreviewed invalidations of the last ``MEMORY_CONTRADICTION_DAYS``
+    days, newest first, at most ``limit``; both facts come with subject and entities."""
+    since = (now or timezone.now()) - timedelta(days=settings.MEMORY_CONTRADICTION_DAYS)
+    qs = _unreviewed(
+        Fact.objects.filter(project=project, dataset=dataset, invalidated_at__gte=since)
+    )
+    rows = list(
+        qs.select_related("subject", "invalidated_by", "invalidated_by__subject")
+        .order_by("-invalidated_at", "-id")[:limit]
+    )
+    return [Contradiction(older=f, newer=f.invalidated_by) for f in rows if f.invalidated_by]
+
+
+def _pending(project: Project, fact_id: uuid.UUID) -> Fact:
+    fact = (
+        _unreviewed(Fact.objects.select_for_update().filter(project=project, pk=fact_id))
+        .select_related("invalidated_by")
+        .first()
+    )
+    if fact is None or fact.invalidated_by is None:
+        raise FactNotFound()
+    return fact
+
+
+def _newer(fact: Fact) -> Fact:
+    newer = fact.invalidated_by
+    assert newer is not None  # _pending returns only invalidated facts
+    return newer
+
+
+def contradiction_confirm(*, project: Project, fact_id: uuid.UUID, reviewer: User | None) -> Fact:
+    """Mark the invalidation of fact ``fact_id`` (the older fact) as right; return it.
+    Raises FactNotFound when the fact is not the project's, or not an unreviewed
+    invalidated fact."""
+    with transaction.atomic():
+        fact = _pending(project, fact_id)
+        FactReview.objects.create(
+            project=project, fact=fact, replaced_by=_newer(fact),
+            action=FactReview.Action.CONFIRMED, reviewer=reviewer,
+        )
+    return fact
+
+
+def contradiction_restore(*, project: Project, fact_id: uuid.UUID, reviewer: User | None) -> Fact:
+    """Make the older fact ``fact_id`` current again and invalidate its replacement by it
+    now (see the module docstring); return the restored fact. Raises FactNotFound as
+    contradiction_confirm does."""
+    with transaction.atomic():
+        fact = _pending(project, fact_id)
+        newer = Fact.objects.select_for_update().get(pk=_newer(fact).pk)
+        moment = timezone.now()
+        for older, younger in ((fact, newer), (newer, fact)):
+            FactReview.objects.create(
+                project=project, fact=older, replaced_by=younger,
+                action=FactReview.Action.RESTORED, reviewer=reviewer, created=moment,
+            )
+        fact.invalidated_at = fact.invalidated_by = None
+        fact.save(update_fields=["invalidated_at", "invalidated_by"])
+        newer.invalidated_at, newer.invalidated_by = moment, fact
+        newer.save(update_fields=["invalidated_at", "invalidated_by"])
+    return fact

@@ -1,0 +1,176 @@
+"""The Memory surface of the dashboard, per dataset, and the project's Jobs page
+(issue 8 item 6; issue 7, background jobs).
+
+- Memory (``dashboard/memory/``): the project's datasets with their counts.
+- A dataset (``dashboard/memory/dataset/?dataset=``): the episodes' timeline (each links
+  to its messages on the thread page), the facts grouped by entity with invalidated ones
+  struck through beside what replaced them and when, and the contradictions inbox
+  (memoryapp.fact_review). Live: static/js/live.js re-fetches its ``data-live-url``
+  fragments on every event of the dataset's group (memoryapp.events.dataset_changed).
+- An entity (``dashboard/memory/entities/<id>/``): its kind, summary and facts.
+- POST actions: delete a fact (memoryapp.semantic.fact_delete), confirm an invalidation
+  or restore the older fact. Members and owners alike may use them.
+- Jobs (``dashboard/jobs/?status=``): every job of the project, its error and Retry.
+
+Anyone who is not a member of the project gets 404 (playground.access).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.views.decorators.http import require_GET, require_POST
+
+from memoryapp import fact_review, semantic
+from memoryapp.errors import FactNotFound
+from memoryapp.models import Entity, Fact, Job, Project
+from playground import memory_selectors as selectors
+from playground.access import default_project, get_project_for_user
+from playground.pages import page, partial, project_url, wants_partial
+from playground.routing import dataset_socket_path
+
+JOB_STATUSES = [s.value for s in Job.Status]
+
+
+@require_GET
+@login_required
+@default_project
+def memory_home(request: HttpRequest) -> HttpResponse:
+    """The Memory tab: the project's datasets with thread, episode, fact and entity counts."""
+    project = get_project_for_user(request)
+    rows = selectors.dataset_rows(project=project)
+    return page(request, "playground/memory.html", {"rows": rows, "nav": "memory"}, project=project)
+
+
+def _dataset_context(project: Project, dataset: str) -> dict[str, object]:
+    groups = selectors.facts_by_entity(project=project, dataset=dataset)
+    inbox = fact_review.contradiction_list(project=project, dataset=dataset)
+    facts = [f for g in groups for f in (*g.current, *g.invalidated)]
+    selectors.sources_attach(facts + [f for c in inbox for f in (c.older, c.newer)])
+    return {
+        "dataset": dataset,
+        "episodes": selectors.episodes_timeline(project=project, dataset=dataset),
+        "groups": groups,
+        "inbox": inbox,
+        "live_url": project_url("playground:dataset", project, dataset=dataset),
+        "ws_path": dataset_socket_path(project, dataset),
+        "nav": "memory",
+    }
+
+
+@require_GET
+@login_required
+@default_project
+def dataset_detail(request: HttpRequest) -> HttpResponse:
+    """One dataset's episodes, facts by entity and contradictions inbox (``?dataset=``);
+    without a dataset, the Memory tab. An htmx request gets the live fragment only."""
+    project = get_project_for_user(request)
+    dataset = request.GET.get("dataset", "")
+    if not dataset:
+        return redirect(project_url("playground:memory", project))
+    context = _dataset_context(project, dataset)
+    if wants_partial(request):
+        return partial(request, "playground/dataset.html#memory-lists", {"project": project, **context})
+    return page(request, "playground/dataset.html", context, project=project)
+
+
+@require_GET
+@login_required
+@default_project
+def entity_detail(request: HttpRequest, entity_id: uuid.UUID) -> HttpResponse:
+    """One entity: its kind, summary and facts, current and invalidated."""
+    project = get_project_for_user(request)
+    entity = get_object_or_404(Entity, pk=entity_id, project=project)
+    group = selectors.entity_facts(entity=entity)
+    selectors.sources_attach([*group.current, *group.invalidated])
+    context = {
+        "entity": entity,
+        "group": group,
+        "dataset": entity.dataset,
+        "nav": "memory",
+    }
+    return page(request, "playground/entity.html", context, project=project)
+
+
+def _back(request: HttpRequest, project: Project, dataset: str) -> HttpResponse:
+    # Back to the page the form was on (an entity page) when it said so, else the dataset.
+    entity = request.POST.get("entity", "")
+    try:
+        return redirect(project_url("playground:entity", project, uuid.UUID(entity)))
+    except ValueError:
+        return redirect(project_url("playground:dataset", project, dataset=dataset))
+
+
+def _reviewer(request: HttpRequest) -> User | None:
+    return request.user if isinstance(request.user, User) else None
+
+
+def _fact(project: Project, fact_id: uuid.UUID) -> Fact:
+    try:
+        return semantic.fact_get(project=project, fact_id=fact_id)
+    except FactNotFound as exc:
+        raise Http404("No such fact") from exc
+
+
+@require_POST
+@login_required
+def fact_delete(request: HttpRequest, fact_id: uuid.UUID) -> HttpResponse:
+    """Forget one fact for good (gone from recall at once), then back to its dataset."""
+    project = get_project_for_user(request)
+    fact = _fact(project, fact_id)
+    semantic.fact_delete(project=project, fact_id=fact.pk)
+    messages.success(request, "Fact deleted: recall no longer returns it.")
+    return _back(request, project, fact.dataset)
+
+
+@require_POST
+@login_required
+def contradiction_confirm(request: HttpRequest, fact_id: uuid.UUID) -> HttpResponse:
+    """Mark the invalidation of the older fact ``fact_id`` as right."""
+    project = get_project_for_user(request)
+    fact = _fact(project, fact_id)
+    try:
+        fact_review.contradiction_confirm(project=project, fact_id=fact.pk, reviewer=_reviewer(request))
+    except FactNotFound:
+        messages.info(request, "Nothing to confirm: that invalidation was already reviewed.")
+    else:
+        messages.success(request, "Confirmed: the newer fact stands.")
+    return _back(request, project, fact.dataset)
+
+
+@require_POST
+@login_required
+def contradiction_restore(request: HttpRequest, fact_id: uuid.UUID) -> HttpResponse:
+    """Make the older fact ``fact_id`` current again; its replacement is invalidated."""
+    project = get_project_for_user(request)
+    fact = _fact(project, fact_id)
+    try:
+        fact_review.contradiction_restore(project=project, fact_id=fact.pk, reviewer=_reviewer(request))
+    except FactNotFound:
+        messages.info(request, "Nothing to restore: that invalidation was already reviewed.")
+    else:
+        messages.success(request, "Restored: the older fact is current again.")
+    return _back(request, project, fact.dataset)
+
+
+@require_GET
+@login_required
+@default_project
+def job_list(request: HttpRequest) -> HttpResponse:
+    """Every job of the project, newest first (``?status=`` filters), errors and Retry."""
+    project = get_project_for_user(request)
+    status = request.GET.get("status", "")
+    if status not in JOB_STATUSES:
+        status = ""
+    context = {
+        "jobs": selectors.project_jobs(project=project, status=status),
+        "status": status,
+        "statuses": JOB_STATUSES,
+        "nav": "jobs",
+    }
+    return page(request, "playground/jobs.html", context, project=project)

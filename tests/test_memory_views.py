@@ -1,0 +1,228 @@
+"""The Memory pages per dataset and the project's Jobs page (playground/memory_views.py,
+memoryapp/fact_review.py; issue 8 item 6, issue 7)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from memoryapp import episodic, fact_review, semantic, working
+from memoryapp.models import Entity, Fact, FactReview, Job, Membership, Thread
+from tests.test_dashboard_views import World, make_membership, make_project, make_user, tree, url
+
+
+@pytest.fixture
+def world(db: None, settings: Any) -> World:
+    """An owner and a member of Acme, and an outsider who owns another project."""
+    from memoryapp.models import ApiKey
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    project, other = make_project("Acme"), make_project("Other")
+    owner, member, outsider = make_user("olivia"), make_user("mark"), make_user("oscar")
+    make_membership(owner, project, Membership.Role.OWNER)
+    member_membership = make_membership(member, project, Membership.Role.MEMBER)
+    make_membership(outsider, other, Membership.Role.OWNER)
+    thread = working.thread_create(project=project, dataset="user_42")
+    key, _ = ApiKey.issue(project=project, name="ci")
+    return World(project, owner, member, outsider, other, thread, key, member_membership)
+
+
+def say_and_end(thread: Thread, content: str) -> None:
+    seq = working.message_append(thread=thread, role="user", content=content).message.sequence_number
+    episodic.episode_build(thread_id=thread.pk, from_sequence=seq, to_sequence=seq)
+
+
+def civic_then_prius(world: World) -> tuple[Fact, Fact]:
+    """The Civic fact invalidated by the Prius fact (two episodes of the world's thread)."""
+    say_and_end(world.thread, "I drive a Honda Civic")
+    say_and_end(world.thread, "I sold the Civic, I drive a Prius now")
+    civic = Fact.objects.get(text="The user drives a Honda Civic.")
+    prius = civic.invalidated_by
+    assert prius is not None
+    return civic, prius
+
+
+def _fact(w: World) -> tuple[Any, ...]:
+    return (civic_then_prius(w)[0].pk,)
+
+
+def _entity(w: World) -> tuple[Any, ...]:
+    say_and_end(w.thread, "I drive a Honda Civic")
+    return (Entity.objects.get(project=w.project, key="honda civic").pk,)
+
+
+# (url name, args, query, methods answered, a method refused)
+VIEWS: list[tuple[str, Callable[[World], tuple[Any, ...]], dict[str, str], list[str], str]] = [
+    ("playground:memory", lambda w: (), {}, ["get"], "post"),
+    ("playground:dataset", lambda w: (), {"dataset": "user_42"}, ["get"], "post"),
+    ("playground:entity", _entity, {}, ["get"], "post"),
+    ("playground:fact-delete", _fact, {}, ["post"], "get"),
+    ("playground:contradiction-confirm", _fact, {}, ["post"], "get"),
+    ("playground:contradiction-restore", _fact, {}, ["post"], "get"),
+    ("playground:jobs", lambda w: (), {}, ["get"], "post"),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "query", "methods", "wrong"), VIEWS, ids=[v[0] for v in VIEWS])
+def test_it_answers_outsiders_404_wrong_methods_405_and_visitors_a_login(
+    world: World, name: str, args: Callable[[World], tuple[Any, ...]], query: dict[str, str],
+    methods: list[str], wrong: str,
+) -> None:
+    target = url(name, world.project, *args(world), **query)
+    facts_before = list(Fact.objects.values_list("pk", "invalidated_at", "invalidated_by"))
+    outsider = world.client(world.outsider)
+    for method in methods:
+        assert getattr(outsider, method)(target).status_code == 404
+    assert getattr(world.client(world.member), wrong)(target).status_code == 405
+    anonymous = getattr(world.client(None), methods[0])(target)
+    assert anonymous.status_code == 302
+    assert anonymous["Location"].startswith("/login/?next=")
+    assert list(Fact.objects.values_list("pk", "invalidated_at", "invalidated_by")) == facts_before
+    assert FactReview.objects.count() == 0
+
+
+@pytest.mark.parametrize("role", ["owner", "member"])
+def test_it_lists_the_projects_datasets_with_their_counts(world: World, role: str) -> None:
+    civic_then_prius(world)
+    working.thread_create(project=world.project, dataset="user_7")
+    response = world.client(getattr(world, role)).get(url("playground:memory", world.project))
+    assert response.status_code == 200
+    rows = tree(response).by_testid("dataset-row")
+    assert [r.attrs["data-dataset"] for r in rows] == ["user_42", "user_7"]
+    counts = [
+        [r.by_testid(k)[0].full_text() for k in ("dataset-threads", "dataset-episodes", "dataset-facts")]
+        for r in rows
+    ]
+    assert counts == [["1", "2", "2"], ["1", "0", "0"]]
+
+
+def test_it_shows_episodes_facts_struck_through_and_the_inbox(world: World) -> None:
+    civic, prius = civic_then_prius(world)
+    response = world.client(world.member).get(url("playground:dataset", world.project, dataset="user_42"))
+    assert response.status_code == 200
+    page = tree(response)
+    ranges = [e.full_text() for e in page.by_testid("episode-range")]
+    assert ranges == ["#1\u2013#1", "#2\u2013#2"]
+    first_link = page.by_testid("episode-range")[0].attrs["href"]
+    assert first_link == f"/dashboard/threads/{world.thread.pk}/?projectId={world.project.pk}&before=2#msg-1"
+    facts = {f.attrs["data-fact-id"]: f for f in page.by_testid("fact")}
+    assert facts[str(civic.pk)].attrs["data-state"] == "invalidated"
+    assert facts[str(civic.pk)].all(lambda n: n.tag == "del")[0].full_text() == civic.text
+    assert facts[str(civic.pk)].by_testid("fact-replacement")[0].full_text() == prius.text
+    assert facts[str(prius.pk)].attrs["data-state"] == "current"
+    inbox = page.by_testid("contradiction")
+    assert [c.attrs["data-fact-id"] for c in inbox] == [str(civic.pk)]
+    assert inbox[0].by_testid("contradiction-newer")[0].full_text() == prius.text
+
+
+def test_it_answers_the_live_fragment_to_htmx(world: World) -> None:
+    civic_then_prius(world)
+    response = world.client(world.member).get(
+        url("playground:dataset", world.project, dataset="user_42"), HTTP_HX_REQUEST="true"
+    )
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert body.lstrip().startswith('<div id="memory-lists"')
+    assert "<html" not in body
+
+
+def test_it_sends_a_dataset_page_without_a_dataset_to_the_memory_tab(world: World) -> None:
+    response = world.client(world.member).get(url("playground:dataset", world.project))
+    assert response.status_code == 302
+    assert response["Location"] == f"{reverse('playground:memory')}?projectId={world.project.pk}"
+
+
+def test_it_shows_an_entity_with_its_facts(world: World) -> None:
+    civic, prius = civic_then_prius(world)
+    entity = Entity.objects.get(project=world.project, key="user")
+    response = world.client(world.member).get(url("playground:entity", world.project, entity.pk))
+    assert response.status_code == 200
+    page = tree(response)
+    assert page.by_testid("entity-name")[0].full_text() == "user"
+    assert page.by_testid("entity-kind")[0].full_text() == "person"
+    states = {f.attrs["data-fact-id"]: f.attrs["data-state"] for f in page.by_testid("fact")}
+    sold = Fact.objects.get(text="The user sold the Civic.")
+    assert states == {str(prius.pk): "current", str(sold.pk): "current", str(civic.pk): "invalidated"}
+
+
+def test_it_answers_404_for_another_projects_entity(world: World) -> None:
+    other_thread = working.thread_create(project=world.other_project, dataset="user_42")
+    say_and_end(other_thread, "I drive a Honda Civic")
+    entity = Entity.objects.get(project=world.other_project, key="honda civic")
+    response = world.client(world.member).get(url("playground:entity", world.project, entity.pk))
+    assert response.status_code == 404
+
+
+def test_it_deletes_a_fact_and_recall_stops_returning_it(world: World) -> None:
+    civic, prius = civic_then_prius(world)
+    response = world.client(world.member).post(url("playground:fact-delete", world.project, prius.pk))
+    assert response.status_code == 302
+    assert response["Location"] == url("playground:dataset", world.project, dataset="user_42")
+    assert not Fact.objects.filter(pk=prius.pk).exists()
+    assert semantic.fact_search(project=world.project, dataset="user_42", terms=["Prius"]) == []
+    civic.refresh_from_db()
+    assert (civic.invalidated_by_id, civic.invalidated_at is not None) == (None, True)
+
+
+def test_it_confirms_an_invalidation(world: World) -> None:
+    civic, prius = civic_then_prius(world)
+    invalidated_at = civic.invalidated_at
+    response = world.client(world.member).post(url("playground:contradiction-confirm", world.project, civic.pk))
+    assert response.status_code == 302
+    review = FactReview.objects.get()
+    assert (review.fact_id, review.replaced_by_id, review.action, review.reviewer) == (
+        civic.pk, prius.pk, "confirmed", world.member,
+    )
+    civic.refresh_from_db()
+    prius.refresh_from_db()
+    assert (civic.invalidated_by_id, civic.invalidated_at) == (prius.pk, invalidated_at)
+    assert (prius.invalidated_by_id, prius.invalidated_at) == (None, None)
+    assert fact_review.contradiction_list(project=world.project, dataset="user_42") == []
+    again = world.client(world.member).post(url("playground:contradiction-confirm", world.project, civic.pk))
+    assert again.status_code == 302
+    assert FactReview.objects.count() == 1
+
+
+def test_it_restores_the_older_fact_and_invalidates_the_newer_by_it(world: World) -> None:
+    civic, prius = civic_then_prius(world)
+    response = world.client(world.owner).post(url("playground:contradiction-restore", world.project, civic.pk))
+    assert response.status_code == 302
+    civic.refresh_from_db()
+    prius.refresh_from_db()
+    assert (civic.invalidated_by_id, civic.invalidated_at) == (None, None)
+    assert prius.invalidated_by_id == civic.pk
+    assert prius.invalidated_at is not None
+    reviews = sorted(
+        (r.fact_id == civic.pk, r.replaced_by_id == prius.pk or r.replaced_by_id == civic.pk, r.action)
+        for r in FactReview.objects.all()
+    )
+    assert reviews == [(False, True, "restored"), (True, True, "restored")]
+    current = Fact.objects.current().filter(project=world.project).values_list("text", flat=True)
+    assert sorted(current) == ["The user drives a Honda Civic.", "The user sold the Civic."]
+    assert fact_review.contradiction_list(project=world.project, dataset="user_42") == []
+
+
+def test_it_lists_the_projects_jobs_with_errors_retry_and_threadless_ones(world: World) -> None:
+    failed = Job.objects.create(
+        project=world.project, thread=None, kind="compaction", args={}, idempotency_key="k1",
+        status=Job.Status.FAILED, error="ModelCallFailed: down", attempts=1,
+    )
+    done = Job.objects.create(
+        project=world.project, thread=world.thread, kind="episode", args={}, idempotency_key="k2",
+        status=Job.Status.SUCCEEDED, attempts=1,
+    )
+    client = world.client(world.member)
+    page = tree(client.get(url("playground:jobs", world.project)))
+    jobs = {j.attrs["data-job-id"]: j for j in page.by_testid("job")}
+    assert set(jobs) == {str(failed.pk), str(done.pk)}
+    assert jobs[str(failed.pk)].by_testid("job-error")[0].full_text() == "ModelCallFailed: down"
+    assert jobs[str(done.pk)].by_testid("job-retry") == []
+    only_failed = tree(client.get(url("playground:jobs", world.project, status="failed")))
+    assert [j.attrs["data-job-id"] for j in only_failed.by_testid("job")] == [str(failed.pk)]
+    retried = client.post(url("playground:job-retry", world.project, failed.pk), {"next": "jobs"})
+    assert retried["Location"] == url("playground:jobs", world.project)
+    failed.refresh_from_db()
+    assert (failed.status, failed.attempts) == ("queued", 1)
