@@ -86,48 +86,56 @@ TEMPLATES = [
 # SQLite by default: WAL so readers never wait on the writer, a busy timeout so writers
 # queue instead of failing, and IMMEDIATE transactions so every atomic block takes the
 # write lock up front (the SQLite equivalent of select_for_update on the thread row).
-DATABASE_URL = env_str("DATABASE_URL", "")
-if DATABASE_URL:
-    DATABASES: dict[str, Any] = {"default": dj_database_url.parse(DATABASE_URL)}
-    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-        # Under ASGI every request runs its sync code in a thread of its own, so a
-        # per-thread persistent connection (CONN_MAX_AGE) is never reused and a new
-        # PostgreSQL connection would cost each request ~10 ms. psycopg's pool hands
-        # connections across threads instead.
-        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-            "min_size": env_int("DATABASE_POOL_MIN", 2),
-            "max_size": env_int("DATABASE_POOL_MAX", 32),
-            "timeout": env_float("DATABASE_POOL_TIMEOUT", 30.0),
-        }
-else:
-    # NORMAL: in WAL mode a commit survives the process being killed (kill -9), but a power
-    # loss or OS crash may undo the last commits since the WAL was last synced to disk.
-    # FULL syncs the WAL at every commit (docs/scaling.md, "Durability").
-    SQLITE_SYNCHRONOUS = env_str("SQLITE_SYNCHRONOUS", "NORMAL").upper()
-    if SQLITE_SYNCHRONOUS not in {"NORMAL", "FULL", "EXTRA"}:
-        from django.core.exceptions import ImproperlyConfigured
+# The same options apply however SQLite is named (no DATABASE_URL, SQLITE_PATH, or
+# DATABASE_URL=sqlite:///path): without them parallel writers fail with "database is
+# locked" instead of queueing.
+# NORMAL: in WAL mode a commit survives the process being killed (kill -9), but a power
+# loss or OS crash may undo the last commits since the WAL was last synced to disk.
+# FULL syncs the WAL at every commit (docs/scaling.md, "Durability").
+SQLITE_SYNCHRONOUS = env_str("SQLITE_SYNCHRONOUS", "NORMAL").upper()
+if SQLITE_SYNCHRONOUS not in {"NORMAL", "FULL", "EXTRA"}:
+    from django.core.exceptions import ImproperlyConfigured
 
-        raise ImproperlyConfigured("SQLITE_SYNCHRONOUS must be NORMAL, FULL or EXTRA")
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": env_str("SQLITE_PATH", str(BASE_DIR / "db.sqlite3")),
-            "OPTIONS": {
-                "transaction_mode": "IMMEDIATE",
-                "timeout": 30,
-                "init_command": (
-                    "PRAGMA journal_mode=WAL;"
-                    f"PRAGMA synchronous={SQLITE_SYNCHRONOUS};"
-                    "PRAGMA busy_timeout=30000;"
-                    "PRAGMA foreign_keys=ON;"
-                ),
-            },
-            # A file (not :memory:) so threads and the browser tests' server process share
-            # it; one per test run, so runs side by side never write the same file.
+    raise ImproperlyConfigured("SQLITE_SYNCHRONOUS must be NORMAL, FULL or EXTRA")
+SQLITE_OPTIONS: dict[str, Any] = {
+    "transaction_mode": "IMMEDIATE",
+    "timeout": 30,
+    "init_command": (
+        "PRAGMA journal_mode=WAL;"
+        f"PRAGMA synchronous={SQLITE_SYNCHRONOUS};"
+        "PRAGMA busy_timeout=30000;"
+        "PRAGMA foreign_keys=ON;"
+    ),
+}
+DATABASE_URL = env_str("DATABASE_URL", "")
+DATABASES: dict[str, Any] = {
+    "default": dj_database_url.parse(DATABASE_URL)
+    if DATABASE_URL
+    else {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": env_str("SQLITE_PATH", str(BASE_DIR / "db.sqlite3")),
+    }
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Under ASGI every request runs its sync code in a thread of its own, so a
+    # per-thread persistent connection (CONN_MAX_AGE) is never reused and a new
+    # PostgreSQL connection would cost each request ~10 ms. psycopg's pool hands
+    # connections across threads instead.
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": env_int("DATABASE_POOL_MIN", 2),
+        "max_size": env_int("DATABASE_POOL_MAX", 32),
+        "timeout": env_float("DATABASE_POOL_TIMEOUT", 30.0),
+    }
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"].update(
+        {
+            "OPTIONS": {**SQLITE_OPTIONS, **DATABASES["default"].get("OPTIONS", {})},
             # Served from a pool of long-lived threads (memoryapp.asgi): keep each
             # thread's connection instead of opening one per request.
             "CONN_MAX_AGE": env_int("CONN_MAX_AGE", 600),
             "CONN_HEALTH_CHECKS": True,
+            # A file (not :memory:) so threads and the browser tests' server process share
+            # it; one per test run, so runs side by side never write the same file.
             "TEST": {
                 "NAME": env_str(
                     "SQLITE_TEST_PATH",
@@ -135,7 +143,7 @@ else:
                 )
             },
         }
-    }
+    )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
