@@ -40,7 +40,16 @@ _pooled_http = PooledWsgi(django_wsgi_app, workers=int(settings.HTTP_WORKER_THRE
 # Largest body read at all; Django refuses anything over DATA_UPLOAD_MAX_MEMORY_SIZE with
 # its own 413 (memoryapp.api), so this only stops a client from filling memory.
 MAX_BODY_BYTES = int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE) + 1024 * 1024
+# A client that starts a body and stops sending gets 408 after this long (docs/decisions.md,
+# "Serving"); idle keep-alive connections are uvicorn's --timeout-keep-alive.
+BODY_TIMEOUT_SECONDS = float(settings.HTTP_READ_TIMEOUT_SECONDS)
 TOO_LARGE = json.dumps(error_body("Payload too large", BODY_TOO_LARGE)).encode()
+TIMED_OUT = json.dumps(
+    error_body(
+        "Request timeout",
+        [{"path": [], "message": "The request body did not arrive in time", "code": "body_timeout"}],
+    )
+).encode()
 
 
 class _BodyTooLarge(Exception):
@@ -50,21 +59,42 @@ class _BodyTooLarge(Exception):
 async def _read_body(receive: Any) -> bytes | None:
     """The whole request body, read on the event loop; None if the client went away.
 
-    Raises _BodyTooLarge past MAX_BODY_BYTES (nothing more is read then).
+    Reads every ``http.request`` message until ``more_body`` is false, so a chunked body
+    (no Content-Length) arrives whole like any other. Raises _BodyTooLarge past
+    MAX_BODY_BYTES (nothing more is read then), TimeoutError when the whole body has not
+    arrived within BODY_TIMEOUT_SECONDS.
     """
     chunks: list[bytes] = []
     size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise _BodyTooLarge()
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
+    async with asyncio.timeout(BODY_TIMEOUT_SECONDS):
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                raise _BodyTooLarge()
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+
+async def _refuse(send: Any, status: int, body: bytes) -> None:
+    """Answer ``status`` with a JSON error and close the connection (the rest of the
+    request was never read, so the connection cannot carry another one)."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 async def http_application(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -72,21 +102,18 @@ async def http_application(scope: dict[str, Any], receive: Any, send: Any) -> No
 
     The body is read here, on the event loop, as Django's own ASGI handler does: a pool
     thread is taken only by a request that is ready to run, so clients that upload slowly
-    (or stall mid-body) cost a coroutine each, never one of the HTTP_WORKER_THREADS.
-    Also binds the live-update sender to this server loop.
+    (or stall mid-body) cost a coroutine each, never one of the HTTP_WORKER_THREADS, and
+    are answered 408 once HTTP_READ_TIMEOUT_SECONDS pass. Also binds the live-update
+    sender to this server loop.
     """
     loop_sender.bind(asyncio.get_running_loop())
     try:
         body = await _read_body(receive)
     except _BodyTooLarge:
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [(b"content-type", b"application/json"), (b"connection", b"close")],
-            }
-        )
-        await send({"type": "http.response.body", "body": TOO_LARGE})
+        await _refuse(send, 413, TOO_LARGE)
+        return
+    except TimeoutError:
+        await _refuse(send, 408, TIMED_OUT)
         return
     if body is None:  # the client left before sending its whole request
         return

@@ -150,6 +150,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Threads that run HTTP requests (memoryapp.asgi); a chat turn or a compaction's model
 # call holds one for its duration.
 HTTP_WORKER_THREADS = env_int("HTTP_WORKER_THREADS", 32)
+# Seconds a request's head (memoryapp.server) and then its body (memoryapp.asgi: 408) may
+# take to arrive in full: a stalled or trickling client must not hold a connection forever.
+HTTP_READ_TIMEOUT_SECONDS = env_float("HTTP_READ_TIMEOUT_SECONDS", 30.0)
 
 # --- Channels (live updates) ------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "")

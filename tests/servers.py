@@ -51,7 +51,7 @@ def manage(env: dict[str, str], *args: str) -> str:
 
 @contextmanager
 def uvicorn_server(env: dict[str, str], *extra: str) -> Iterator[Server]:
-    """uvicorn serving memoryapp.asgi as ``./dev serve`` does, with ``env`` added.
+    """uvicorn serving memoryapp.asgi with ``./dev serve``'s options, with ``env`` added.
 
     Waits until ``/login/`` answers (any status). On exit stops the server and keeps its
     combined output in ``Server.log``.
@@ -63,7 +63,8 @@ def uvicorn_server(env: dict[str, str], *extra: str) -> Iterator[Server]:
     port = sock.getsockname()[1]
     command = [
         sys.executable, "-m", "uvicorn", "memoryapp.asgi:application",
-        "--fd", str(sock.fileno()), "--no-access-log", "--lifespan", "off", *extra,
+        "--fd", str(sock.fileno()), "--no-access-log", "--lifespan", "off",
+        "--http", "memoryapp.server:HttpProtocol", *extra,
     ]  # fmt: skip
     process = subprocess.Popen(
         command,

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import socket
+from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from asgiref.sync import sync_to_async
 from asgiref.testing import ApplicationCommunicator
@@ -12,6 +15,7 @@ from django.conf import settings
 
 from memoryapp.asgi import MAX_BODY_BYTES, http_application
 from memoryapp.models import ApiKey, Project
+from tests.servers import Server, manage, uvicorn_server
 
 TIMEOUT = 10
 
@@ -113,3 +117,91 @@ async def test_it_refuses_a_body_past_the_limit_without_reading_the_rest() -> No
 
     assert status == 413
     assert json.loads(body)["issues"][0]["code"] == "body_too_large"
+
+
+# --- over a real server: HTTP framing and read timeouts -------------------------------------
+
+BODY_TIMEOUT_S = "1"  # short, so the stalled-client tests end quickly
+SOCKET_WAIT_S = 30  # how long a test waits for the server's answer at most
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str]]:
+    """uvicorn as ``./dev serve`` runs it, on a migrated SQLite file, with short read
+    timeouts; yields it with an API key of a project."""
+    env = {
+        "DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('asgi') / 'db.sqlite3'}",
+        "HTTP_READ_TIMEOUT_SECONDS": BODY_TIMEOUT_S,
+    }
+    manage(env, "migrate", "--noinput", "-v0")
+    key = manage(env, "create_api_key", "--project", "asgi", "--create").strip().splitlines()[-1]
+    with uvicorn_server(env, "--timeout-keep-alive", BODY_TIMEOUT_S) as running:
+        yield running, key
+
+
+def _raw(server: Server, request: bytes) -> bytes:
+    """Send ``request`` as is, then read until the server closes the connection."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=SOCKET_WAIT_S) as sock:
+        sock.sendall(request)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+        return received
+
+
+def test_it_reads_a_chunked_request_body_whole(server: tuple[Server, str]) -> None:
+    running, key = server
+
+    def pieces() -> Iterator[bytes]:
+        yield b'{"data'
+        yield b'set": "chunked", "tags": ["a"]}'
+
+    response = httpx.post(
+        f"{running.url}/v1/memory/working/threads",
+        content=pieces(),
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
+
+    assert response.request.headers["transfer-encoding"] == "chunked"
+    assert response.status_code == 201, response.text
+    assert (response.json()["dataset"], response.json()["tags"]) == ("chunked", ["a"])
+
+
+def test_it_answers_408_to_a_body_that_stops_arriving(server: tuple[Server, str]) -> None:
+    running, key = server
+    head = (
+        "POST /v1/memory/working/threads HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: Bearer {key}\r\nContent-Type: application/json\r\n"
+        "Content-Length: 100\r\n\r\n"
+    )
+
+    answer = _raw(running, head.encode() + b'{"data')
+
+    status_line, _, rest = answer.partition(b"\r\n")
+    assert status_line == b"HTTP/1.1 408 Request Timeout"
+    assert json.loads(rest.partition(b"\r\n\r\n")[2])["issues"][0]["code"] == "body_timeout"
+
+
+def test_it_closes_a_connection_that_sends_nothing(server: tuple[Server, str]) -> None:
+    running, _ = server
+
+    assert _raw(running, b"") == b""
+
+
+def test_it_closes_a_connection_whose_request_head_stops_arriving(
+    server: tuple[Server, str],
+) -> None:
+    running, _ = server
+
+    assert _raw(running, b"GET /login/ HTTP/1.1\r\nHost: 127.0") == b""
+
+
+def test_it_closes_an_idle_keep_alive_connection_after_its_answer(
+    server: tuple[Server, str],
+) -> None:
+    running, _ = server
+
+    answer = _raw(running, b"GET /login/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert answer.count(b"HTTP/1.1 ") == 1
