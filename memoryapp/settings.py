@@ -249,12 +249,20 @@ MEMORY_PRICE_MEMORY_ACCESS = env_float("MEMORY_PRICE_MEMORY_ACCESS", 0.0001)
 # Model rounds one playground turn may spend on tool calls before it is stopped.
 MEMORY_AGENT_MAX_TOOL_ROUNDS = env_int("MEMORY_AGENT_MAX_TOOL_ROUNDS", 6)
 
+# One line per event: Django's own console handler (DEBUG only) is dropped so its records
+# (a 4xx is "Not Found: /path" at WARNING) reach the root handler once, not twice; uvicorn's
+# WebSocket open/close lines follow its access log (memoryapp.logs).
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"websocket_access": {"()": "memoryapp.logs.WebSocketAccessFilter"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.channels.server": {"level": "WARNING"}},
+    "loggers": {
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        "django.channels.server": {"level": "WARNING"},
+        "uvicorn.error": {"filters": ["websocket_access"]},
+    },
 }
 
 # --- Security: cache for rate limits, CSP, production hardening (issue 12 item 5) ----------
