@@ -23,6 +23,11 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryapp.settings")
 django_wsgi_app = get_wsgi_application()
 
+from memoryapp.checks import serving_checks_pass  # noqa: E402
+
+# Fail now, with the reason, rather than answer 500 to every request (missing manifest).
+serving_checks_pass()
+
 # Imported after Django is set up: routing pulls in consumers, which import models.
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
