@@ -29,7 +29,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Max, Min, Q, QuerySet
 from django.utils import timezone
 
-from memoryapp import jobs, llm, semantic
+from memoryapp import events, jobs, llm, semantic
 from memoryapp.errors import EpisodeNotFound, ThreadNotFound
 from memoryapp.llm.port import EpisodeExtraction, ModelError, TranscriptMessage
 from memoryapp.models import Episode, Message, Project, Thread
@@ -259,6 +259,7 @@ def _episode_write(
             entities=extraction.entities,
             messages=by_sequence,
         )
+        events.dataset_changed(thread)  # its dashboard page refreshes once this commits
     return EpisodeBuilt(
         episode=episode,
         created=True,

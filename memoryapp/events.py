@@ -200,7 +200,7 @@ def job_changed(thread_id: uuid.UUID, job: dict[str, Any]) -> None:
 
 
 def dataset_changed(thread: Thread) -> None:
-    """The memory of the thread's dataset changed (its episode job finished): sent to the
-    dataset's group, which the dashboard's dataset page listens to."""
+    """The memory of the thread's dataset changed (an episode and its facts were written):
+    sent to the dataset's group, which the dashboard's dataset page listens to."""
     group = dataset_group(thread.project_id, thread.dataset)
     transaction.on_commit(lambda: _send_now(thread.pk, "dataset.changed", dict, group=group))

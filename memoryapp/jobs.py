@@ -309,5 +309,3 @@ def run_job(job_id: str, attempt: int) -> None:
 def _changed(job: Job) -> None:
     if job.thread_id is not None:
         events.job_changed(job.thread_id, serializers.job_to_dict(job))
-        if job.status in (Job.Status.SUCCEEDED, Job.Status.FAILED) and job.thread is not None:
-            events.dataset_changed(job.thread)
