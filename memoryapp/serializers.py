@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memoryapp.models import Entity, Episode, Fact, Job, Message, Thread
+from memoryapp.models import Entity, Episode, Fact, Job, MemoryNoteVersion, Message, Thread, Turn
 from memoryapp.results import (
     AppendOutcome,
     CompactionResult,
@@ -271,4 +271,38 @@ def job_to_dict(job: Job) -> dict[str, Any]:
         "createdAt": iso_ms(job.created_at),
         "startedAt": iso_ms(job.started_at),
         "finishedAt": iso_ms(job.finished_at),
+    }
+
+
+def note_version_to_dict(version: MemoryNoteVersion) -> dict[str, Any]:
+    """One memory note version: ``{"name", "version", "description", "content", "author",
+    "action", "messageId", "createdAt"}``."""
+    return {
+        "name": version.name,
+        "version": version.version,
+        "description": version.description,
+        "content": version.content,
+        "author": version.author,
+        "action": version.action,
+        "messageId": str(version.message_id) if version.message_id else None,
+        "createdAt": iso_ms(version.created),
+    }
+
+
+def turn_to_dict(turn: Turn) -> dict[str, Any]:
+    """One playground chat turn with its cost lines (usage.py): ids of its messages, the
+    context it recorded and ``usage: [{"kind", "quantity", "cost"}]`` (cost a string, USD)."""
+    return {
+        "turnId": str(turn.pk),
+        "userMessageId": str(turn.user_message_id),
+        "assistantMessageId": str(turn.assistant_message_id) if turn.assistant_message_id else None,
+        "createdAt": iso_ms(turn.created),
+        "adapter": turn.adapter,
+        "systemPrompt": turn.system_prompt,
+        "context": turn.context,
+        "error": turn.error,
+        "usage": [
+            {"kind": line.kind, "quantity": line.quantity, "cost": str(line.cost)}
+            for line in turn.usage_lines.all()
+        ],
     }

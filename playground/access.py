@@ -17,12 +17,13 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponseRedirect
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect
 
 from memoryapp.models import Membership, Project, Thread
 
-ViewFunction = Callable[..., HttpResponse]
+ViewFunction = Callable[..., HttpResponseBase]
 
 
 def user_projects(request: HttpRequest) -> QuerySet[Project]:
@@ -56,7 +57,7 @@ def default_project(view: ViewFunction) -> ViewFunction:
     """
 
     @functools.wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if request.method != "GET" or request.GET.get("projectId", "") != "":
             return view(request, *args, **kwargs)
         project = _project_of_object(request, kwargs) or user_projects(request).first()

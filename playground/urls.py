@@ -10,7 +10,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from memoryapp.ratelimit import login_throttle
-from playground import agent_views, chat_views, job_views, memory_views, project_views, views
+from playground import agent_views, chat_views, dataset_views, job_views, memory_views, project_views, views
 
 app_name = "playground"
 
@@ -27,6 +27,7 @@ urlpatterns = [
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("dashboard/threads/", views.thread_list, name="threads"),
+    path("dashboard/datasets/<path:dataset>/export/", dataset_views.dataset_export, name="dataset-export"),
     path("dashboard/threads/new/", views.thread_create, name="thread-create"),
     path("dashboard/threads/<uuid:thread_id>/", views.thread_detail, name="thread"),
     path("dashboard/threads/<uuid:thread_id>/stats/", views.thread_stats, name="thread-stats"),

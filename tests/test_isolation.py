@@ -58,6 +58,9 @@ PROJECTLESS_ROUTES = {"playground:home"}
 # gets one of that name (PUT defines the caller's agent): another project's key is answered
 # about its own project, so the check is that nothing of the victim shows or changes.
 OWN_NAME_ROUTES = {("v1/memory/agents/<agent_name>", "PUT")}
+# Path parameters that name nothing when they appear in a body or query: a dataset there
+# is the caller's own user scope (any project may use any name).
+PATH_ONLY = {"dataset"}
 PARAM = re.compile(r"<(?:\w+:)?(\w+)>")
 BRACE_PARAM = re.compile(r"\{(\w+)\}")
 
@@ -208,6 +211,15 @@ def _agent_name(v: Victim) -> str:
     return name  # the caller names it in the path: the prompt (with the token) is the marker
 
 
+def _dataset(v: Victim) -> str:
+    """A dataset only the victim holds (the shared one exists in the attacker's project
+    too, where its export and delete are the attacker's own)."""
+    name = f"victim-{v.token[:12]}"
+    thread = working.thread_create(project=v.project, dataset=name)
+    working.message_append(thread=thread, role="user", content=f"{PROBE_WORD} own {v.token}")
+    return name
+
+
 PATH_PARAMETERS: dict[str, Callable[[Victim], str]] = {
     "thread_id": _thread_id,
     "episode_id": _episode_id,
@@ -218,6 +230,7 @@ PATH_PARAMETERS: dict[str, Callable[[Victim], str]] = {
     "membership_id": _membership_id,
     "key_id": _key_id,
     "turn_id": _turn_id,
+    "dataset": _dataset,
 }
 
 
@@ -328,7 +341,7 @@ def _example(schema: dict[str, Any], name: str, victim: Victim, refs: list[str] 
         if combinator in schema:
             options = [s for s in schema[combinator] if s.get("type") != "null"]
             return _example(options[0], name, victim, refs)
-    if refs is not None and _snake(name) in PATH_PARAMETERS:
+    if refs is not None and _snake(name) in PATH_PARAMETERS.keys() - PATH_ONLY:
         refs.append(_snake(name))
         return _value(victim, _snake(name))
     if "enum" in schema:
@@ -340,7 +353,7 @@ def _example(schema: dict[str, Any], name: str, victim: Victim, refs: list[str] 
         props = schema.get("properties", {})
         wanted = set(schema.get("required", []))
         if refs is not None:
-            wanted |= {p for p in props if _snake(p) in PATH_PARAMETERS}
+            wanted |= {p for p in props if _snake(p) in PATH_PARAMETERS.keys() - PATH_ONLY}
         return {p: _example(props[p], p, victim, refs) for p in sorted(wanted)}
     if kind == "array":
         item = _example(schema.get("items", {}), name, victim, refs)
@@ -363,7 +376,10 @@ def _api_requests(route: Route, victim: Victim) -> Iterator[tuple[str, str, Any,
                 p["name"]: _example(p.get("schema", {}), p["name"], victim, refs)
                 for p in op.get("parameters", [])
                 if p["in"] == "query"
-                and (p.get("required") or (refs is not None and _snake(p["name"]) in PATH_PARAMETERS))
+                and (
+                    p.get("required")
+                    or (refs is not None and _snake(p["name"]) in PATH_PARAMETERS.keys() - PATH_ONLY)
+                )
             }
             content = op.get("requestBody", {}).get("content", {}).get("application/json")
             body = _example(content["schema"], "", victim, refs) if content else None

@@ -13,6 +13,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError
 
 from memoryapp.api.auth import ApiKeyAuth
+from memoryapp.datasets import DatasetNotFound
 from memoryapp.errors import (
     AgentNotFound,
     EpisodeNotFound,
@@ -57,6 +58,7 @@ install_error_handlers(
     [
         (AuthenticationError, 401, "Unauthorized"),
         (ThreadNotFound, 404, "Thread not found"),
+        (DatasetNotFound, 404, "Dataset not found"),
         (EpisodeNotFound, 404, "Episode not found"),
         (FactNotFound, 404, "Fact not found"),
         (JobNotFound, 404, "Job not found"),
@@ -114,3 +116,7 @@ api.add_router("/memory/jobs", jobs_router)
 from memoryapp.api.agents import router as agents_router  # noqa: E402
 
 api.add_router("/memory", agents_router)
+
+from memoryapp.api.datasets import router as datasets_router  # noqa: E402
+
+api.add_router("/memory", datasets_router)

@@ -12,7 +12,7 @@ from django.http import HttpRequest
 from ninja import Query, Router, Schema, Status
 from pydantic import Field
 
-from memoryapp import semantic, serializers
+from memoryapp import datasets, semantic, serializers
 from memoryapp.api.episodic import Cursor
 from memoryapp.api.schemas import ErrorOut, _Out
 from memoryapp.models import ApiKey, Project
@@ -97,7 +97,7 @@ def list_facts(request: HttpRequest, filters: Query[FactListQuery]) -> dict[str,
 @router.delete("/facts/{fact_id}", response={204: None, **ERRORS}, summary="Forget a fact")
 def delete_fact(request: HttpRequest, fact_id: str) -> Status[None]:
     """Deletes the fact for good; recall and search stop returning it at once."""
-    semantic.fact_delete(project=_project(request), fact_id=fact_id)
+    datasets.fact_forget(project=_project(request), fact_id=fact_id)
     return Status(204, None)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from ninja import Body, Query, Router, Status
 
-from memoryapp import agents, compaction, serializers, working
+from memoryapp import agents, compaction, datasets, serializers, working
 from memoryapp.api.schemas import (
     AppendOut,
     CompactOut,
@@ -94,7 +94,7 @@ def patch_thread(request: HttpRequest, thread_id: str, payload: ThreadPatchIn) -
 @router.delete("/threads/{thread_id}", response={204: None, **ERRORS}, summary="Delete a thread")
 def delete_thread(request: HttpRequest, thread_id: str) -> Status[None]:
     thread = working.thread_get(project=_project(request), thread_id=thread_id)
-    working.thread_delete(thread=thread)
+    datasets.thread_forget(thread=thread)
     return Status(204, None)
 
 

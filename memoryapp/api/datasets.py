@@ -1,0 +1,84 @@
+"""/v1/memory/datasets: export and delete a dataset (issue 12 item 6, data rights).
+
+Thin handlers over memoryapp.datasets; the export streams (StreamingHttpResponse), so its
+200 schema below documents the shape without ninja building the body.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, StreamingHttpResponse
+from ninja import Path, Router
+
+from memoryapp import datasets
+from memoryapp.api.schemas import ErrorOut, _In, _Out
+from memoryapp.models import ApiKey, Project
+from memoryapp.validation import Dataset
+
+router = Router(tags=["data rights"])
+
+ERRORS: dict[int, Any] = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut}
+
+
+def _project(request: HttpRequest) -> Project:
+    key = request.auth  # type: ignore[attr-defined]
+    assert isinstance(key, ApiKey)
+    return key.project
+
+
+class DatasetPath(_In):
+    dataset: Dataset
+
+
+class ExportThreadOut(_Out):
+    """A thread resource plus ``messages`` (summaries included), ``notes``,
+    ``noteVersions`` and ``turns``."""
+
+    threadId: str
+    dataset: str
+    messages: list[dict[str, Any]]
+    notes: list[dict[str, Any]]
+    noteVersions: list[dict[str, Any]]
+    turns: list[dict[str, Any]]
+
+
+class DatasetExportOut(_Out):
+    dataset: str
+    exportedAt: str
+    threads: list[ExportThreadOut]
+    episodes: list[dict[str, Any]]
+    facts: list[dict[str, Any]]
+    entities: list[dict[str, Any]]
+
+
+class DatasetDeletedOut(_Out):
+    threadsDeleted: int
+    messagesDeleted: int
+    episodesDeleted: int
+    factsDeleted: int
+    entitiesDeleted: int
+
+
+@router.get(
+    "/datasets/{dataset}/export",
+    response={200: DatasetExportOut, **ERRORS},
+    summary="Export a dataset as JSON",
+)
+def export_dataset(request: HttpRequest, path: Path[DatasetPath]) -> StreamingHttpResponse:
+    """Everything the project holds for the dataset, streamed as one JSON object."""
+    parts = datasets.dataset_export(project=_project(request), dataset=path.dataset)
+    response = StreamingHttpResponse(parts, content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{datasets.export_filename(path.dataset)}"'
+    return response
+
+
+@router.delete(
+    "/datasets/{dataset}",
+    response={200: DatasetDeletedOut, **ERRORS},
+    summary="Delete a dataset and everything derived from it",
+)
+def delete_dataset(request: HttpRequest, path: Path[DatasetPath]) -> dict[str, int]:
+    """Threads, messages, summaries, notes, turns, jobs, episodes, facts and entities of
+    the dataset, for good; recall finds nothing afterwards."""
+    return datasets.dataset_delete(project=_project(request), dataset=path.dataset).to_dict()

@@ -1,0 +1,260 @@
+"""memoryapp.datasets and /v1/memory/datasets (issue 12 item 6, data rights): export a
+dataset as JSON, and forget a dataset, a thread or a fact with everything derived from it,
+search indexes included."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.apps import apps
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test import Client
+from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
+
+from memoryapp import agents, compaction, datasets, episodic, working
+from memoryapp.chat import chat_turn
+from memoryapp.models import (
+    Entity,
+    Episode,
+    Fact,
+    Job,
+    Membership,
+    MemoryNote,
+    MemoryNoteVersion,
+    Message,
+    Project,
+    RelayedEvent,
+    Thread,
+    Turn,
+)
+from memoryapp.recall import recall
+from tests.conftest import Api
+
+URL = "/v1/memory/datasets"
+# The SQLite full-text tables (migrations 0003/0008 messages, 0007/0011 facts, episodes).
+FTS_TABLES = ("memoryapp_message_fts", "memoryapp_fact_fts", "memoryapp_episode_fts")
+
+
+@dataclass
+class Built:
+    thread: Thread
+    agent_thread: Thread
+    job: Job
+    word: str
+
+
+def _build(project: Project, api: Api, dataset: str, word: str) -> Built:
+    """A dataset with one of everything: a compacted thread with an episode, facts and
+    entities, a finished job with its django-tasks row, a chat turn, a relayed event, and
+    an agent thread whose notes have versions. ``word`` is in every piece of content."""
+    user, _ = User.objects.get_or_create(username="owner")
+    Membership.objects.get_or_create(user=user, project=project)
+    thread = working.thread_create(project=project, dataset=dataset, metadata={"w": word})
+    for text in (f"I drive a {word} car", f"My sister {word.title()} lives in Lisbon", f"{word} hiking"):
+        working.message_append(thread=thread, role="user", content=text)
+    episodic.episode_build(thread_id=thread.id, from_sequence=1, to_sequence=3)
+    compaction.compact(thread_id=thread.id)
+    chat_turn(thread=thread, user=user, content=f"what about {word}?", system_prompt="",
+              message_limit=20, verbose=False)
+    job = Job.objects.create(project=project, thread=thread, kind="compaction",
+                             args={"throughSequence": 3}, idempotency_key=f"{thread.pk}:{word}",
+                             status=Job.Status.SUCCEEDED, result={"summary": f"{word} summary"})
+    now = timezone.now()
+    DBTaskResult.objects.create(args_kwargs={"args": [str(job.pk), 1], "kwargs": {}},
+                                task_path="memoryapp.jobs.run_job", backend_name="default",
+                                enqueued_at=now, run_after=now, return_value={"w": word})
+    RelayedEvent.objects.create(group=f"thread.{thread.pk}", payload={"content": word})
+    agent, _ = agents.agent_define(project=project, name=f"dm-{dataset}", memory={})
+    agent_thread = working.thread_create(project=project, dataset=dataset, agent=agent)
+    path = f"/v1/memory/working/threads/{agent_thread.pk}/tools"
+    close = {"name": "quest", "description": f"the {word} quest", "content": f"{word} quest begins"}
+    for name, arguments in (("close_memory", close), ("open_memory", {"name": "quest"}),
+                            ("close_memory", {"name": "quest", "content": f"{word} quest ends"})):
+        resp = api.post(path, {"name": name, "arguments": arguments})
+        assert resp.status_code == 200, resp.content
+        assert resp.json()["isError"] is False
+    return Built(thread, agent_thread, job, word)
+
+
+def _streamed(resp: object) -> Any:
+    return json.loads(b"".join(resp.streaming_content))  # type: ignore[attr-defined]
+
+
+def _rows_quoting(word: str) -> dict[str, int]:
+    """Per table, the rows of any installed model (many-to-many tables included) whose
+    values mention ``word`` (case-insensitive)."""
+    found: dict[str, int] = {}
+    for model in apps.get_models(include_auto_created=True):
+        hits = sum(word in json.dumps(list(r), default=str).lower() for r in model._default_manager.values_list())
+        if hits:
+            found[model._meta.db_table] = hits
+    return found
+
+
+def _fts_rows_matching(word: str) -> dict[str, int]:
+    if connection.vendor != "sqlite":
+        return {}
+    found = {}
+    with connection.cursor() as cursor:
+        for table in FTS_TABLES:
+            cursor.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH %s", [f'"{word}"'])
+            if count := cursor.fetchone()[0]:
+                found[table] = count
+    return found
+
+
+def _fts_in_step() -> None:
+    """Every FTS table holds exactly one row per source row (the triggers kept pace)."""
+    if connection.vendor != "sqlite":
+        return
+    with connection.cursor() as cursor:
+        for table, model in zip(FTS_TABLES, (Message, Fact, Episode), strict=True):
+            cursor.execute(f"SELECT count(*) FROM {table}")
+            assert cursor.fetchone()[0] == model._default_manager.count(), table
+
+
+@pytest.fixture
+def two(api: Api, project: Project) -> tuple[Built, Built]:
+    return _build(project, api, "alice", "zorblax"), _build(project, api, "bob", "quintar")
+
+
+def test_it_exports_every_kind_of_row_of_the_dataset(api: Api, two: tuple[Built, Built]) -> None:
+    alice, _ = two
+    resp = api.get(f"{URL}/alice/export")
+    assert resp.status_code == 200
+    assert resp["Content-Disposition"] == 'attachment; filename="dataset-alice.json"'
+    body = _streamed(resp)
+    assert sorted(body) == ["dataset", "entities", "episodes", "exportedAt", "facts", "threads"]
+    assert body["dataset"] == "alice"
+    plain, agent = body["threads"]
+    assert plain["threadId"] == str(alice.thread.pk)
+    assert [m["sequenceNumber"] for m in plain["messages"]] == list(range(1, 7))
+    assert plain["messages"][3]["summary"] == {"fromSequence": 1, "toSequence": 3}
+    assert plain["messages"][0]["content"] == "I drive a zorblax car"
+    assert [t["userMessageId"] for t in plain["turns"]] == [plain["messages"][4]["messageId"]]
+    assert plain["notes"] == [] and plain["noteVersions"] == []
+    assert agent["threadId"] == str(alice.agent_thread.pk)
+    assert [n["content"] for n in agent["notes"]] == ["zorblax quest ends"]
+    assert [(v["version"], v["action"], v["content"]) for v in agent["noteVersions"]] == [
+        (1, "created", "zorblax quest begins"),
+        (2, "updated", "zorblax quest ends"),
+    ]
+    assert [e["threadId"] for e in body["episodes"]] == [str(alice.thread.pk)]
+    facts = Fact.objects.filter(dataset="alice")
+    assert sorted(f["factId"] for f in body["facts"]) == sorted(str(f.pk) for f in facts)
+    assert len(body["facts"]) >= 1
+    names = sorted(Entity.objects.filter(dataset="alice").values_list("name", flat=True))
+    assert sorted(e["name"] for e in body["entities"]) == names
+    assert "quintar" not in json.dumps(body).lower()
+
+
+def test_it_answers_404_for_a_dataset_the_project_does_not_hold(
+    api: Api, outsider_api: Api, two: tuple[Built, Built]
+) -> None:
+    for client in (outsider_api, api):
+        dataset = "alice" if client is outsider_api else "nobody"
+        assert client.get(f"{URL}/{dataset}/export").json() == {"error": "Dataset not found"}
+        resp = client.delete(f"{URL}/{dataset}")
+        assert (resp.status_code, resp.json()) == (404, {"error": "Dataset not found"})
+    assert Thread.objects.filter(dataset="alice").count() == 2
+    long = api.delete(f"{URL}/{'x' * 201}")
+    assert long.status_code == 400
+    assert long.json()["issues"][0]["path"] == ["dataset"]
+
+
+def test_it_deletes_a_dataset_and_everything_derived_leaving_no_row(
+    api: Api, project: Project, two: tuple[Built, Built]
+) -> None:
+    alice, bob = two
+    before = _rows_quoting("zorblax")
+    assert {"memoryapp_message", "memoryapp_turn", "memoryapp_job", "memoryapp_memorynote",
+            "django_tasks_database_dbtaskresult", "memoryapp_relayedevent"} <= set(before)
+    assert _fts_rows_matching("zorblax") != {} if connection.vendor == "sqlite" else True
+    expected = {
+        "threadsDeleted": 2,
+        "messagesDeleted": Message.objects.filter(thread__dataset="alice").count(),
+        "episodesDeleted": 1,
+        "factsDeleted": Fact.objects.filter(dataset="alice").count(),
+        "entitiesDeleted": Entity.objects.filter(dataset="alice").count(),
+    }
+    resp = api.delete(f"{URL}/alice")
+    assert (resp.status_code, resp.json()) == (200, expected)
+    assert _rows_quoting("zorblax") == {}
+    assert _fts_rows_matching("zorblax") == {}
+    _fts_in_step()
+    for model in apps.get_app_config("memoryapp").get_models():
+        names = {f.name for f in model._meta.get_fields()}
+        if "dataset" in names:
+            assert not model._default_manager.filter(dataset="alice").exists(), model
+        if "thread" in names:
+            assert not model._default_manager.filter(thread_id__in=[alice.thread.pk, alice.agent_thread.pk]).exists()
+    for query in ("zorblax", "Lisbon", "hiking quest"):
+        found = recall(project=project, dataset="alice", query=query)
+        assert (found["hasContext"], found["raw"], found["facts"], found["episodes"]) == (False, [], [], [])
+    # The other dataset is whole.
+    assert _fts_rows_matching("quintar") != {} if connection.vendor == "sqlite" else True
+    assert recall(project=project, dataset="bob", query="quintar", include=["raw"])["raw"] != []
+    assert Thread.objects.filter(dataset="bob").count() == 2
+    assert MemoryNoteVersion.objects.filter(thread=bob.agent_thread).count() == 2
+    assert api.get(f"{URL}/alice/export").status_code == 404
+
+
+def test_it_deletes_a_thread_with_its_orphaned_entities_and_task_rows(
+    api: Api, project: Project, two: tuple[Built, Built]
+) -> None:
+    alice, _ = two
+    assert Entity.objects.filter(dataset="alice").exists()
+    resp = api.delete(f"/v1/memory/working/threads/{alice.thread.pk}")
+    assert resp.status_code == 204
+    assert not Entity.objects.filter(dataset="alice").exists()
+    assert not DBTaskResult.objects.filter(args_kwargs__args__0=str(alice.job.pk)).exists()
+    assert not RelayedEvent.objects.filter(group=f"thread.{alice.thread.pk}").exists()
+    assert not Turn.objects.filter(thread_id=alice.thread.pk).exists()
+    # Only the dataset's other thread (the agent's, with its notes) still quotes it.
+    assert set(_rows_quoting("zorblax")) == {
+        "memoryapp_memorynote", "memoryapp_memorynoteversion", "memoryapp_message"
+    }
+    assert MemoryNote.objects.filter(thread=alice.agent_thread).count() == 1
+    assert recall(project=project, dataset="alice", query="Lisbon")["hasContext"] is False
+
+
+def test_it_deletes_a_fact_and_the_entities_only_it_named(
+    api: Api, project: Project, two: tuple[Built, Built]
+) -> None:
+    thread = working.thread_create(project=project, dataset="carol")
+    working.message_append(thread=thread, role="user", content="I drive a Vortigan")
+    episodic.episode_build(thread_id=thread.id, from_sequence=1, to_sequence=1)
+    fact = Fact.objects.get(dataset="carol")
+    named = set(fact.entities.values_list("pk", flat=True)) | {fact.subject_id} - {None}
+    assert named
+    resp = api.delete(f"/v1/memory/semantic/facts/{fact.pk}")
+    assert resp.status_code == 204
+    assert not Entity.objects.filter(pk__in=named).exists()
+    assert Entity.objects.filter(dataset="alice").exists()
+    assert recall(project=project, dataset="carol", query="Vortigan", include=["facts"])["facts"] == []
+
+
+def test_it_streams_the_export_in_pieces(project: Project, api: Api, two: tuple[Built, Built]) -> None:
+    parts = list(datasets.dataset_export(project=project, dataset="bob"))
+    assert len(parts) > 10
+    assert json.loads("".join(parts))["dataset"] == "bob"
+    with pytest.raises(datasets.DatasetNotFound):
+        datasets.dataset_export(project=project, dataset="nobody")
+
+
+def test_it_downloads_the_export_from_the_dashboard(client: Client, project: Project, two: tuple[Built, Built]) -> None:
+    client.force_login(User.objects.get(username="owner"))
+    resp = client.get("/dashboard/datasets/bob/export/", {"projectId": project.pk})
+    assert resp.status_code == 200
+    assert resp["Content-Disposition"] == 'attachment; filename="dataset-bob.json"'
+    assert _streamed(resp)["threads"][0]["metadata"] == {"w": "quintar"}
+    assert client.get("/dashboard/datasets/no/body/export/", {"projectId": project.pk}).status_code == 404
+    assert client.get(f"/dashboard/datasets/{'x' * 201}/export/", {"projectId": project.pk}).status_code == 400
+    page = client.get(f"/dashboard/threads/?projectId={project.pk}&dataset=bob")
+    assert b'data-testid="dataset-export"' in page.content
+
