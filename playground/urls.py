@@ -10,7 +10,15 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from memoryapp.ratelimit import login_throttle
-from playground import agent_views, chat_views, dataset_views, job_views, memory_views, project_views, views
+from playground import (
+    agent_views,
+    chat_views,
+    dataset_views,
+    job_views,
+    memory_views,
+    project_views,
+    views,
+)
 
 app_name = "playground"
 
