@@ -257,6 +257,6 @@ def test_it_downloads_the_export_from_the_dashboard(client: Client, project: Pro
     assert client.get(f"/dashboard/datasets/{'x' * 201}/export/", {"projectId": project.pk}).status_code == 400
     page = client.get(f"/dashboard/threads/?projectId={project.pk}&dataset=bob")
     assert b'data-testid="dataset-export"' in page.content
-    page = client.get("/dashboard/memory/dataset/", {"projectId": project.pk, "dataset": "bob"})
+    page = client.get("/dashboard/memory/dataset/", {"projectId": str(project.pk), "dataset": "bob"})
     assert b'href="/dashboard/datasets/bob/export/?projectId=' in page.content
 
