@@ -3,11 +3,13 @@
 Every operation of /v1/openapi.json is called with generated requests, valid and not,
 through the WSGI app: no answer may be a 500, and every answer must have a documented
 status and match the documented response schema. A bounded run here (a few examples per
-operation, no deadline); bench/fuzz.py runs the same checks for longer.
+operation, no deadline); bench/fuzz.py runs the same checks for longer
+(``FUZZ_MAX_EXAMPLES``).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -58,7 +60,7 @@ def fuzz_key(db: None, settings: Any) -> str:
 @pytest.mark.django_db
 @schema.parametrize()
 @settings(
-    max_examples=2,
+    max_examples=int(os.environ.get("FUZZ_MAX_EXAMPLES", "2")),
     deadline=None,
     derandomize=True,
     suppress_health_check=list(HealthCheck),
