@@ -20,12 +20,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.db import DatabaseError, transaction
 
-from memoryapp import agent_turn, compaction, events, llm, usage, working
+from memoryapp import agent_turn, compaction, events, llm, usage, working, xray
 from memoryapp.errors import ModelCallFailed, NoMemoryAgent, ThreadNotFound
 from memoryapp.llm import Prices
-from memoryapp.llm.port import ChatMessage, ModelError, ToolCall, ToolSpec, Usage
+from memoryapp.llm.port import ChatMessage, ModelError, ReplyChunk, ToolCall, ToolSpec, Usage
 from memoryapp.models import Agent, Message, Thread, Turn, UsageLine
 from memoryapp.recall import recall
 from memoryapp.results import AppendOutcome, ContextWindow
@@ -83,6 +84,7 @@ class TurnRecord:
     pieces: list[str] = field(default_factory=list)
     model_usage: Usage | None = None
     agent: Agent | None = None
+    tools: list[ToolSpec] = field(default_factory=list)
     usage_estimated: bool = False
     model_name: str = ""
     reply_outcome: AppendOutcome | None = None
@@ -242,6 +244,7 @@ def step_build_input(record: TurnRecord) -> None:
         system_prompt=agent_turn.system_prompt(record.agent, record.system_prompt),
     )
     record.model_input = [agent_turn.chat_message(m) for m in window.messages]
+    record.tools = agent_turn.tools_for(record.agent)
     layers = {
         "systemPrompt": count_tokens(record.system_prompt),
         "recallContext": count_tokens(recall_context),
@@ -258,32 +261,84 @@ def step_build_input(record: TurnRecord) -> None:
         "recallSummary": _recall_summary(record.recalled),
         "layers": layers,
         "timings": record.timings,
+        "input": xray.input_record(
+            window=window,
+            recalled=record.recalled,
+            agent_prompt=record.agent.system_prompt if record.agent else "",
+            system_prompt=record.system_prompt,
+            instruction=record.instruction,
+            tools=record.tools,
+            context_window=llm.provider().context_window(),
+            agent=record.agent is not None,
+        ),
     }
+
+
+class DeltaBatch:
+    """Streams a reply's text to ``chat.delta`` in batches (issue 10 item 5): the pieces
+    gathered since the last frame go out once MEMORY_CHAT_FLUSH_MS milliseconds have
+    passed since it or MEMORY_CHAT_FLUSH_CHARS characters are waiting, and whatever is
+    left when the block ends (also on an error). One frame a word cost every open tab
+    a message per word."""
+
+    def __init__(self, *, thread_id: Any, turn_id: int) -> None:
+        self.thread_id, self.turn_id = thread_id, turn_id
+        self.waiting: list[str] = []
+        self.size = 0
+        self.last = time.perf_counter()
+        self.frames = 0
+
+    def add(self, text: str) -> None:
+        """Queue ``text``; send the batch when it is due."""
+        self.waiting.append(text)
+        self.size += len(text)
+        due = (time.perf_counter() - self.last) * 1000 >= settings.MEMORY_CHAT_FLUSH_MS
+        if due or self.size >= settings.MEMORY_CHAT_FLUSH_CHARS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Send what is waiting as one ``chat.delta`` ``{"turnId", "text"}``."""
+        if self.waiting:
+            text = "".join(self.waiting)
+            events.chat_stream(self.thread_id, "chat.delta", {"turnId": self.turn_id, "text": text})
+            self.frames += 1
+        self.waiting, self.size, self.last = [], 0, time.perf_counter()
+
+    def __enter__(self) -> DeltaBatch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.flush()
 
 
 def _stream_round(record: TurnRecord, start: float, tools: list[ToolSpec]) -> list[ToolCall]:
     """One model call: stream its text to ``chat.delta``, add its usage, return the tool
     calls it asked for."""
-    turn_id = record.stored_turn.pk
     calls: list[ToolCall] = []
+    batch = DeltaBatch(thread_id=record.thread.pk, turn_id=record.stored_turn.pk)
     stream = llm.get_model().reply(
         system_instruction=record.instruction, messages=record.model_input, tools=tools or None
     )
-    for chunk in stream:
-        record.model_name = chunk.model or record.model_name
-        calls.extend(chunk.tool_calls)
-        if chunk.text:
-            if not record.pieces:
-                record.timings["firstTextMs"] = _ms(start)
-            record.pieces.append(chunk.text)
-            events.chat_stream(record.thread.pk, "chat.delta", {"turnId": turn_id, "text": chunk.text})
-        if chunk.done and chunk.usage is not None:
-            spent = record.model_usage or Usage()
-            record.model_usage = Usage(
-                input_tokens=spent.input_tokens + chunk.usage.input_tokens,
-                output_tokens=spent.output_tokens + chunk.usage.output_tokens,
-            )
+    with batch:
+        for chunk in stream:
+            record.model_name = chunk.model or record.model_name
+            calls.extend(chunk.tool_calls)
+            if chunk.text:
+                if not record.pieces:
+                    record.timings["firstTextMs"] = _ms(start)
+                record.pieces.append(chunk.text)
+                batch.add(chunk.text)
+            _add_usage(record, chunk)
     return calls
+
+
+def _add_usage(record: TurnRecord, chunk: ReplyChunk) -> None:
+    if chunk.done and chunk.usage is not None:
+        spent = record.model_usage or Usage()
+        record.model_usage = Usage(
+            input_tokens=spent.input_tokens + chunk.usage.input_tokens,
+            output_tokens=spent.output_tokens + chunk.usage.output_tokens,
+        )
 
 
 def _tool_loop(record: TurnRecord, start: float) -> None:
@@ -291,7 +346,7 @@ def _tool_loop(record: TurnRecord, start: float) -> None:
     004), run and record each call, hand the results back and call it again, at most
     MEMORY_AGENT_MAX_TOOL_ROUNDS rounds. Past the bound the turn stops with what the
     model said and a line saying it was stopped."""
-    tools = agent_turn.tools_for(record.agent)
+    tools = record.tools
     views: list[dict[str, Any]] = []
     stopped = False
     for round_number in range(agent_turn.max_rounds() + 1):

@@ -90,12 +90,14 @@ class ContextMessage:
 
     On an agent's thread a recorded memory tool call carries ``tool_call`` (``{"id",
     "name", "arguments"}``) and its result ``tool_result`` (``{"id", "name", "isError"}``),
-    spec 004; both None otherwise."""
+    spec 004; both None otherwise. ``sequence_number`` is the stored message's (None
+    for the summary row the window puts first)."""
 
     role: str
     content: str
     tool_call: dict[str, Any] | None = None
     tool_result: dict[str, Any] | None = None
+    sequence_number: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

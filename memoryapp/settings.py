@@ -249,6 +249,13 @@ MEMORY_AGENT_MAX_VERBATIM_MESSAGES = env_int("MEMORY_AGENT_MAX_VERBATIM_MESSAGES
 MEMORY_PRICE_MEMORY_ACCESS = env_float("MEMORY_PRICE_MEMORY_ACCESS", 0.0001)
 # Model rounds one playground turn may spend on tool calls before it is stopped.
 MEMORY_AGENT_MAX_TOOL_ROUNDS = env_int("MEMORY_AGENT_MAX_TOOL_ROUNDS", 6)
+# Each chat model's context window in tokens, for the turn X-ray's gauge (issue 10 item 1).
+# Gemini 2.5 Flash takes 1,048,576 input tokens; the offline stand-in claims a modest 32k.
+GEMINI_CONTEXT_WINDOW = env_int("GEMINI_CONTEXT_WINDOW", 1_048_576)
+MEMORY_OFFLINE_CONTEXT_WINDOW = env_int("MEMORY_OFFLINE_CONTEXT_WINDOW", 32_768)
+# A chat reply streams to the browser in batches: one frame per this many ms or chars.
+MEMORY_CHAT_FLUSH_MS = env_int("MEMORY_CHAT_FLUSH_MS", 50)
+MEMORY_CHAT_FLUSH_CHARS = env_int("MEMORY_CHAT_FLUSH_CHARS", 400)
 
 # One line per event: Django's own console handler (DEBUG only) is dropped so its records
 # (a 4xx is "Not Found: /path" at WARNING) reach the root handler once, not twice; uvicorn's

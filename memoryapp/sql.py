@@ -264,7 +264,7 @@ def _tail_sql(vendor: str, with_metadata: bool) -> str:
     # message_live_tail_idx (compacted_at IS NULL AND NOT is_summary) serves it on both
     # databases: SQLite matches an index's WHERE term by term.
     return (
-        f"SELECT {m}.{_q('role')}, {m}.{_q('content')}{extra} FROM {m} "
+        f"SELECT {m}.{_q('role')}, {m}.{_q('content')}, {m}.{_q('sequence_number')}{extra} FROM {m} "
         f"WHERE ({m}.{_q('compacted_at')} IS NULL AND NOT {m}.{_q('is_summary')} "
         f"AND {m}.{_q('sequence_number')} < %s AND {m}.{_q('thread_id')} = %s) "
         f"ORDER BY {m}.{_q('sequence_number')} DESC LIMIT %s"
@@ -273,9 +273,9 @@ def _tail_sql(vendor: str, with_metadata: bool) -> str:
 
 def tail_read(
     *, thread_id: uuid.UUID, before: int, limit: int, with_metadata: bool = False
-) -> list[tuple[str, str, dict[str, Any] | None]]:
+) -> list[tuple[str, str, int, dict[str, Any] | None]]:
     """The newest ``limit`` un-compacted ordinary messages numbered below ``before``, as
-    ``(role, content, metadata)``, newest first (one statement on message_live_tail_idx).
+    ``(role, content, sequence_number, metadata)``, newest first (one statement on message_live_tail_idx).
     ``metadata`` is read only ``with_metadata`` (an agent's thread: its memory tool calls
     and results, spec 004), else None."""
     with connection.cursor() as cursor:
@@ -284,6 +284,6 @@ def tail_read(
         )
         rows = cursor.fetchall()
     if not with_metadata:
-        return [(role, content, None) for role, content in rows]
+        return [(role, content, seq, None) for role, content, seq in rows]
     field = Message._meta.get_field("metadata")
-    return [(r[0], r[1], field.from_db_value(r[2], None, connection)) for r in rows]  # type: ignore[arg-type]
+    return [(r[0], r[1], r[2], field.from_db_value(r[3], None, connection)) for r in rows]  # type: ignore[arg-type]

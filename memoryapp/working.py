@@ -361,7 +361,7 @@ def message_list(
 
 def _window_read(
     pk: uuid.UUID, project_id: int | None, limit: int
-) -> tuple[sql.WindowHead, list[tuple[str, str, dict[str, Any] | None]]]:
+) -> tuple[sql.WindowHead, list[tuple[str, str, int, dict[str, Any] | None]]]:
     attempt = 1
     while True:
         head = sql.window_head(thread_id=pk, project_id=project_id)
@@ -412,7 +412,7 @@ def prepare(
     project_id = project.pk if project is not None else None
     head, tail = _window_read(pk, project_id, message_limit)
     tail.reverse()
-    if tail and tail[0][2] and "toolResult" in tail[0][2]:
+    if tail and tail[0][3] and "toolResult" in tail[0][3]:
         # A call and its result are adjacent rows (memoryapp.notes.tool_run), so the only
         # split a window can make is a result at its head: leave it out.
         tail = tail[1:]
@@ -434,8 +434,9 @@ def prepare(
                 content,
                 tool_call=(meta or {}).get("toolCall"),
                 tool_result=(meta or {}).get("toolResult"),
+                sequence_number=seq,
             )
-            for role, content, meta in tail
+            for role, content, seq, meta in tail
         ),
         message_count=head.uncompacted_count,
         message_limit=message_limit,

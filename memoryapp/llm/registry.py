@@ -65,12 +65,14 @@ def _settings_prices() -> Prices:
 @dataclass(frozen=True)
 class Provider:
     """One model provider: ``build`` makes its adapter, ``display_model`` names the chat
-    model the UI shows (None when there is none to name), ``prices`` what it charges."""
+    model the UI shows (None when there is none to name), ``prices`` what it charges,
+    ``context_window`` how many input tokens its chat model takes (the X-ray's gauge)."""
 
     name: str
     build: Callable[[], ModelPort]
     display_model: Callable[[], str | None]
     prices: Callable[[], Prices]
+    context_window: Callable[[], int]
 
 
 PROVIDERS: dict[str, Provider] = {
@@ -79,12 +81,14 @@ PROVIDERS: dict[str, Provider] = {
         build=_offline,
         display_model=lambda: None,
         prices=lambda: Prices(Decimal(0), Decimal(0)),
+        context_window=lambda: int(settings.MEMORY_OFFLINE_CONTEXT_WINDOW),
     ),
     "gemini": Provider(
         name="gemini",
         build=_gemini,
         display_model=lambda: str(settings.GEMINI_CHAT_MODEL),
         prices=_settings_prices,
+        context_window=lambda: int(settings.GEMINI_CONTEXT_WINDOW),
     ),
 }
 

@@ -1,17 +1,21 @@
-"""Template helpers of the dashboard pages: one-line timestamps and isolated user text.
+"""Template helpers of the dashboard pages: one-line timestamps, isolated user text and
+Markdown replies.
 
-``{% load dashboard %}`` then ``{% timestamp value %}`` and ``{{ value|isolate }}``.
+``{% load dashboard %}`` then ``{% timestamp value %}``, ``{{ value|isolate }}`` and
+``{{ value|markdown }}``.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
+import nh3
 from django import template
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
+from markdown_it import MarkdownIt
 
 register = template.Library()
 
@@ -77,3 +81,30 @@ def job_outcome(result: object) -> str:
         if isinstance(v, int | float | str) and not k.endswith("Id")
     ]
     return " · ".join(pairs) or "Done."
+
+
+# CommonMark with tables and strikethrough; raw HTML in the source is not passed through
+# (``html`` off: it comes out as text), and nh3 cleans the result all the same.
+_MARKDOWN = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable(["table", "strikethrough"])
+_ALLOWED_TAGS = {
+    "p", "br", "hr", "em", "strong", "del", "code", "pre", "blockquote", "ul", "ol", "li",
+    "h1", "h2", "h3", "h4", "h5", "h6", "a", "table", "thead", "tbody", "tr", "th", "td",
+}
+_ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}}
+
+
+@register.filter(is_safe=True)
+def markdown(value: object) -> SafeString:
+    """``value`` (a reply's text) rendered as Markdown and sanitized with nh3: only the
+    tags of _ALLOWED_TAGS stay, links get ``rel="noopener noreferrer nofollow"`` and only
+    http(s)/mailto URLs, no attribute can carry script or style (the CSP forbids inline
+    script and style anyway). The one place the dashboard turns text into markup."""
+    html = _MARKDOWN.render(str(value))
+    clean = nh3.clean(
+        html,
+        tags=_ALLOWED_TAGS,
+        attributes=_ALLOWED_ATTRIBUTES,
+        url_schemes={"http", "https", "mailto"},
+        link_rel="noopener noreferrer nofollow",
+    )
+    return mark_safe(clean)  # noqa: S308 - sanitized by nh3 just above

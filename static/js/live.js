@@ -4,10 +4,18 @@
 // re-fetches the messages and stats fragments with htmx (the server renders them, so
 // message content is escaped by Django's templates, never built from strings here).
 // Every frame is also re-dispatched as a "memory:event" DOM event for playground.js.
+//
+// Cheap with many tabs open (issue 10 item 5): events are coalesced into one refetch per
+// burst (REFRESH_DELAY_MS after the first), and while a chat turn streams on the thread
+// (a chat.delta seen, no chat.done yet) nothing is refetched at all: the turn's own
+// appends and compactions are picked up by one refresh when it ends, so open tabs do not
+// compete with the turn for the server.
 (function () {
   "use strict";
 
-  var REFRESH_DELAY_MS = 120;
+  var REFRESH_DELAY_MS = 250;
+  // A turn whose chat.done never came (a dropped frame) stops holding refreshes back.
+  var TURN_HOLD_MAX_MS = 30000;
   var MAX_BACKOFF_MS = 15000;
   var CODE_FORBIDDEN = 4403;
 
@@ -19,6 +27,8 @@
     var wanted = { messages: false, stats: false, jobs: false, live: false };
     var timer = null;
     var inFlight = false;
+    var turnsStreaming = new Map(); // turnId -> when its first chat.delta came
+    var ownTurns = new Set(); // turns this page sent: playground.js refreshes after them
 
     function setStatus(state, text) {
       if (!statusEl) return;
@@ -26,8 +36,17 @@
       statusEl.textContent = text;
     }
 
+    function turnRunning() {
+      var now = Date.now();
+      turnsStreaming.forEach(function (since, turnId) {
+        if (now - since > TURN_HOLD_MAX_MS) turnsStreaming.delete(turnId);
+      });
+      return turnsStreaming.size > 0;
+    }
+
     function refreshNow() {
       timer = null;
+      if (turnRunning()) return; // chat.done schedules the refresh
       if (inFlight) { schedule({}); return; }
       var jobs = [];
       var messages = document.getElementById("messages");
@@ -66,16 +85,28 @@
       if (parts.live) wanted.live = true;
       if (timer === null) timer = window.setTimeout(refreshNow, REFRESH_DELAY_MS);
     }
-    window.memoryLive = { refresh: function () { schedule({ messages: true, stats: true, jobs: true, live: true }); } };
+    window.memoryLive = {
+      refresh: function () { schedule({ messages: true, stats: true, jobs: true, live: true }); },
+      // The playground marks the turn it sent: its own refresh follows the POST's answer.
+      own: function (turnId) { ownTurns.add(turnId); },
+    };
 
     function handle(frame) {
       if (!frame || typeof frame.event !== "string") return;
       document.dispatchEvent(new CustomEvent("memory:event", { detail: frame }));
       switch (frame.event) {
+        case "chat.delta":
+          if (frame.data && !turnsStreaming.has(frame.data.turnId)) turnsStreaming.set(frame.data.turnId, Date.now());
+          break;
+        case "chat.done":
+        case "chat.error":
+          if (frame.data) turnsStreaming.delete(frame.data.turnId);
+          if (frame.data && ownTurns.delete(frame.data.turnId)) break;
+          schedule({ messages: true, stats: true });
+          break;
         case "message.appended":
         case "thread.compacted":
         case "thread.changed":
-        case "chat.done":
           schedule({ messages: true, stats: true });
           break;
         case "compaction.failed":

@@ -268,6 +268,7 @@
         if (!b) {
           if (current && current.turnId === null) {
             current.turnId = data.turnId;
+            if (window.memoryLive && window.memoryLive.own) window.memoryLive.own(data.turnId);
             b = current.assistant;
           } else {
             b = bubble("assistant", "streaming…", "");
