@@ -124,7 +124,7 @@ def input_record(
     input limit in tokens. Tokens are memoryapp.tokens counts."""
     parts = _system_parts(recalled=recalled, agent_prompt=agent_prompt, system_prompt=system_prompt)
     messages = _messages(window, agent=agent)
-    tool_views = [
+    tool_views: list[dict[str, Any]] = [
         {"name": t.name, "description": t.description, "parameters": t.parameters,
          "tokens": count_tokens(json.dumps({"name": t.name, "description": t.description,
                                             "parameters": t.parameters}, ensure_ascii=False))}

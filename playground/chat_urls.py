@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import include, path
 
-from playground import chat_views
+from playground import chat_views, xray_views
 from playground.chat_api import chat_api
 
 urlpatterns = [
@@ -13,4 +13,5 @@ urlpatterns = [
     # view (a 404 without docs) is left out.
     path("", include([p for p in chat_api.urls[0] if getattr(p, "name", None) == "chat"])),
     path("turns/<int:turn_id>/", chat_views.turn_context, name="turn-context"),
+    path("turns/<int:turn_id>/replay/", xray_views.turn_replay, name="turn-replay"),
 ]

@@ -22,8 +22,9 @@ from memoryapp.validation import (
     MESSAGE_LIMIT_DEFAULT,
     MESSAGE_LIMIT_MAX,
 )
+from playground import xray_views
 from playground.access import default_project, get_project_for_user, get_thread_for_user
-from playground.pages import page, project_url
+from playground.pages import page, project_url, wants_partial
 from playground.views import thread_context
 
 # Stands for the turn id in the turn-context URL handed to playground.js.
@@ -87,10 +88,7 @@ def turn_context(request: HttpRequest, turn_id: int) -> HttpResponse:
     context: dict[str, Any] = turn.context or {}
     timings = context.get("timings") or {}
     layers = context.get("layers") or {}
-    return render(
-        request,
-        "playground/_turn_context.html",
-        {
+    values = {
             "project": project,
             "turn": turn,
             "ctx": context,
@@ -100,6 +98,10 @@ def turn_context(request: HttpRequest, turn_id: int) -> HttpResponse:
             "layers": [(label, layers[key]) for key, label in LAYERS if key in layers],
             "lines": lines,
             "total_cost": sum((line.cost for line in lines), Decimal(0)),
-            "adapter": turn.adapter,
-        },
-    )
+            "turn_adapter": turn.adapter,
+            **xray_views.xray_context(turn),
+    }
+    if wants_partial(request):
+        return render(request, "playground/_turn_context.html", values)
+    # A plain GET (the X-ray link of a message): the same view as its own page.
+    return page(request, "playground/turn.html", values, project=project)

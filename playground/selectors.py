@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memoryapp.models import Message, Project, Thread
+from memoryapp.models import Message, Project, Thread, Turn
 
 # The thread page shows the newest rows of a thread and pages back with ``before=``, so
 # a thread of 100,000 messages costs the same to show as one of 50.
@@ -151,6 +151,18 @@ def _place_folded(folded: list[Message], candidates: list[SummaryBlock]) -> list
     return unplaced
 
 
+def _mark_turns(rows: Iterable[Message]) -> None:
+    """Give each assistant row that a playground turn stored ``xray_turn`` (the Turn's
+    id, for its X-ray link; issue 10 item 1); one query."""
+    replies = {row.pk: row for row in rows if row.role == "assistant"}
+    if not replies:
+        return
+    for message_id, turn_id in Turn.objects.filter(assistant_message_id__in=list(replies)).values_list(
+        "assistant_message_id", "pk"
+    ):
+        replies[message_id].xray_turn = turn_id  # type: ignore[attr-defined]
+
+
 def thread_timeline(*, thread: Thread, before: int | None) -> Timeline:
     """Build one page of ``thread`` (the newest MESSAGES_PAGE_SIZE rows below ``before``).
 
@@ -169,6 +181,7 @@ def thread_timeline(*, thread: Thread, before: int | None) -> Timeline:
     if folded and folded[-1].sequence_number > reach:
         candidates += _later_blocks(page, previous_end)
     unplaced = _place_folded(folded, candidates)
+    _mark_turns(page.rows)
 
     items: list[tuple[str, Any]] = []
     for row in page.rows:

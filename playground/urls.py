@@ -18,6 +18,7 @@ from playground import (
     memory_views,
     project_views,
     views,
+    xray_views,
 )
 
 app_name = "playground"
@@ -41,6 +42,7 @@ urlpatterns = [
     path("dashboard/threads/<uuid:thread_id>/stats/", views.thread_stats, name="thread-stats"),
     path("dashboard/threads/<uuid:thread_id>/compact/", views.thread_compact, name="thread-compact"),
     path("dashboard/threads/<uuid:thread_id>/playground/", chat_views.playground, name="playground"),
+    path("dashboard/threads/<uuid:thread_id>/turns/", xray_views.thread_turns, name="thread-turns"),
     path("dashboard/threads/<uuid:thread_id>/jobs/", job_views.thread_jobs, name="thread-jobs"),
     path("dashboard/jobs/<uuid:job_id>/retry/", job_views.job_retry, name="job-retry"),
     path("dashboard/agents/", agent_views.agent_list, name="agents"),

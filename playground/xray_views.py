@@ -65,20 +65,22 @@ def thread_turns(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     """The thread's chat turns, newest first: when, the user message, the adapter, the
     model's input tokens and the turn's cost, each linking to its X-ray."""
     thread = get_thread_for_user(request, thread_id)
-    turns = list(
-        Turn.objects.filter(thread=thread)
+    rows: list[dict[str, Any]] = [
+        {
+            "turn": turn,
+            "xray_url": project_url("playground:turn-context", thread.project, turn.pk),
+            "input_tokens": ((turn.context or {}).get("input") or {}).get("totalTokens"),
+            "cost": turn.cost or Decimal(0),
+        }
+        for turn in Turn.objects.filter(thread=thread)
         .select_related("user_message")
         .annotate(cost=Sum("usage_lines__cost"))
-    )
-    for turn in turns:
-        turn.xray_url = project_url("playground:turn-context", thread.project, turn.pk)  # type: ignore[attr-defined]
-        turn.input_tokens = ((turn.context or {}).get("input") or {}).get("totalTokens")  # type: ignore[attr-defined]
-        turn.cost = turn.cost or Decimal(0)  # type: ignore[attr-defined]
-    total = sum((t.cost for t in turns), Decimal(0))  # type: ignore[attr-defined]
+    ]
+    total = sum((row["cost"] for row in rows), Decimal(0))
     return page(
         request,
         "playground/turns.html",
-        {"thread": thread, "turns": turns, "total_cost": total, "nav": "threads"},
+        {"thread": thread, "turns": rows, "total_cost": total, "nav": "threads"},
         project=thread.project,
     )
 

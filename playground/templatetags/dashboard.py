@@ -99,7 +99,7 @@ def markdown(value: object) -> SafeString:
     tags of _ALLOWED_TAGS stay, links get ``rel="noopener noreferrer nofollow"`` and only
     http(s)/mailto URLs, no attribute can carry script or style (the CSP forbids inline
     script and style anyway). The one place the dashboard turns text into markup."""
-    html = _MARKDOWN.render(str(value))
+    html = _MARKDOWN.render(str(value)).strip()
     clean = nh3.clean(
         html,
         tags=_ALLOWED_TAGS,
@@ -107,4 +107,4 @@ def markdown(value: object) -> SafeString:
         url_schemes={"http", "https", "mailto"},
         link_rel="noopener noreferrer nofollow",
     )
-    return mark_safe(clean)  # noqa: S308 - sanitized by nh3 just above
+    return mark_safe(clean)  # sanitized by nh3 just above
