@@ -635,3 +635,24 @@ def test_it_answers_404_when_the_thread_goes_while_the_model_answers(
     resp = post_chat(client, thread, {"content": "hello"})
 
     assert (resp.status_code, resp.json()) == (404, {"error": "Thread not found"})
+
+
+# --- streamed text in batches (issue 10 item 5) ----------------------------------------------
+
+
+def test_it_streams_the_reply_in_batches_not_a_frame_a_word(
+    client: Client, thread: Thread, fake_gemini: FakeGeminiServer, settings: Any, monkeypatch: Any
+) -> None:
+    from memoryapp import events
+
+    sent: list[tuple[str, dict[str, Any]]] = []
+    monkeypatch.setattr(events, "chat_stream", lambda thread_id, event, data: sent.append((event, data)))
+    settings.MEMORY_CHAT_FLUSH_MS = 60_000
+    settings.MEMORY_CHAT_FLUSH_CHARS = 12
+    fake_gemini.responder = _gemini_answers(["Hybrids ", "hold ", "their ", "value ", "well."])
+    resp = post_chat(client, thread, {"content": "resale value?"})
+    assert resp.status_code == 201
+    deltas = [data["text"] for event, data in sent if event == "chat.delta"]
+    # 8 + 5 = 13 chars reach the bound, then 6 + 6 = 12, then the rest when the reply ends.
+    assert deltas == ["Hybrids hold ", "their value ", "well."]
+    assert [event for event, _ in sent][-1] == "chat.done"

@@ -52,3 +52,35 @@ def test_it_sums_up_a_job_result_in_one_line() -> None:
     ) == "compactedCount 3 · fromSequence 1 · toSequence 3"
     assert job_outcome(None) == "Done."
     assert job_outcome({"nested": {"a": 1}}) == "Done."
+
+
+# --- markdown (issue 10 item 4) -----------------------------------------------------------------
+
+
+def test_it_renders_markdown_replies() -> None:
+    from playground.templatetags.dashboard import markdown
+
+    html = markdown("**Budget:** 30000\n\n- one\n- two\n\n`code`")
+    assert html == (
+        "<p><strong>Budget:</strong> 30000</p>\n<ul>\n<li>one</li>\n<li>two</li>\n</ul>\n"
+        "<p><code>code</code></p>"
+    )
+
+
+def test_it_never_lets_html_in_a_reply_run() -> None:
+    from playground.templatetags.dashboard import markdown
+
+    html = markdown('<script>alert(1)</script>\n\n[x](javascript:alert(1)) <img src=x onerror=alert(1)>')
+    # Raw HTML comes out as text, and a javascript: link is no link at all.
+    assert html == (
+        "<p>&lt;script&gt;alert(1)&lt;/script&gt;</p>\n"
+        "<p>[x](javascript:alert(1)) &lt;img src=x onerror=alert(1)&gt;</p>"
+    )
+
+
+def test_it_marks_links_in_replies_noopener() -> None:
+    from playground.templatetags.dashboard import markdown
+
+    assert markdown("[docs](https://example.com)") == (
+        '<p><a href="https://example.com" rel="noopener noreferrer nofollow">docs</a></p>'
+    )

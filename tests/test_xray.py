@@ -1,0 +1,150 @@
+"""The turn X-ray (memoryapp.xray, playground.xray_views; issue 10 item 1): the stored
+exact model input with its sources, the X-ray page and turn list, and replay."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from memoryapp import working
+from memoryapp.models import Message, Project, Thread, Turn
+from memoryapp.tokens import count_tokens
+from tests.fakes.fixtures import fake_gemini_fixture  # noqa: F401
+from tests.fakes.gemini_server import FakeGeminiServer
+from tests.test_chat import SYSTEM_PROMPT, _gemini_answers, make_user, post_chat
+
+
+@pytest.fixture
+def client(project: Project) -> Client:
+    client = Client()
+    client.force_login(make_user("member", project))
+    return client
+
+
+@pytest.fixture
+def thread(project: Project) -> Thread:
+    thread = working.thread_create(project=project, dataset="user_42")
+    working.message_append(thread=thread, role="user", content="I'm looking for a family car.")
+    working.message_append(thread=thread, role="assistant", content="A hybrid estate would suit a family.")
+    return thread
+
+
+@pytest.fixture
+def other_thread(project: Project) -> Thread:
+    other = working.thread_create(project=project, dataset="user_42")
+    working.message_append(thread=other, role="user", content="My budget for the car is 30000 euros.")
+    return other
+
+
+def _turn(resp: Any) -> Turn:
+    assert resp.status_code == 201, resp.content
+    return Turn.objects.get(pk=resp.json()["turnId"])
+
+
+def test_it_stores_the_exact_input_the_model_received_with_sources(
+    client: Client, thread: Thread, other_thread: Thread, fake_gemini: FakeGeminiServer, settings: Any
+) -> None:
+    settings.GEMINI_CONTEXT_WINDOW = 200_000
+    fake_gemini.responder = _gemini_answers(["Hybrids hold ", "their value well."])
+    turn = _turn(post_chat(client, thread, {"content": "my budget?", "systemPrompt": SYSTEM_PROMPT}))
+    reply = fake_gemini.requests[-1]
+    stored = turn.context["input"]
+    assert stored["systemInstruction"] == reply.system_instruction
+    assert [p["source"] for p in stored["systemParts"]] == ["recall", "systemPrompt"]
+    recall_part, prompt_part = stored["systemParts"]
+    budget = Message.objects.get(thread=other_thread, sequence_number=1)
+    assert {"kind": "message", "messageId": str(budget.id), "threadId": str(other_thread.pk),
+            "sequenceNumber": 1} in recall_part["items"]
+    assert prompt_part == {"source": "systemPrompt", "text": SYSTEM_PROMPT, "items": [],
+                           "tokens": count_tokens(SYSTEM_PROMPT)}
+    assert [(m["role"], m["content"], m["source"]) for m in stored["messages"]] == [
+        ("user", "I'm looking for a family car.", {"kind": "message", "sequenceNumber": 1}),
+        ("assistant", "A hybrid estate would suit a family.", {"kind": "message", "sequenceNumber": 2}),
+        ("user", "my budget?", {"kind": "message", "sequenceNumber": 3}),
+    ]
+    assert stored["tools"] == []
+    assert stored["contextWindow"] == 200_000
+    assert stored["layers"]["systemPrompt"] == count_tokens(SYSTEM_PROMPT)
+    assert stored["layers"]["messages"] == sum(count_tokens(m["content"]) for m in stored["messages"])
+    assert stored["totalTokens"] == count_tokens(reply.system_instruction) + stored["layers"]["messages"]
+
+
+def test_it_tags_the_summary_with_the_range_it_covers(client: Client, project: Project) -> None:
+    thread = working.thread_create(project=project, dataset="d", auto_compact_threshold=4)
+    for n in range(5):
+        working.message_append(thread=thread, role="user" if n % 2 == 0 else "assistant", content=f"line {n}")
+    turn = _turn(post_chat(client, thread, {"content": "and now?"}))
+    window = working.prepare(thread=thread)
+    assert window.summary is not None
+    head = turn.context["input"]["messages"][0]
+    assert head["role"] == "system"
+    assert head["source"] == {
+        "kind": "summary", "messageId": str(window.summary.message_id),
+        "fromSequence": window.summary.from_sequence, "toSequence": window.summary.to_sequence,
+    }
+    assert turn.context["input"]["contextWindow"] == 32_768  # the offline adapter's default
+
+
+def test_it_links_each_reply_to_its_xray_page_and_lists_the_turns(
+    client: Client, project: Project, thread: Thread
+) -> None:
+    turn = _turn(post_chat(client, thread, {"content": "hello there"}))
+    xray_url = reverse("playground:turn-context", args=[turn.pk]) + f"?projectId={project.pk}"
+    thread_page = client.get(reverse("playground:thread", args=[thread.pk]) + f"?projectId={project.pk}")
+    assert f'href="{xray_url}"' in thread_page.content.decode()
+
+    page = client.get(xray_url)
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "<h1>X-ray of turn" in html  # a plain GET gets the whole page
+    assert html.count('data-testid="xray-message"') == 3
+    assert 'data-testid="xray-system-instruction"' in html
+
+    fragment = client.get(xray_url, HTTP_HX_REQUEST="true")
+    assert "<h1>" not in fragment.content.decode()
+
+    listing = client.get(reverse("playground:thread-turns", args=[thread.pk]) + f"?projectId={project.pk}")
+    assert listing.status_code == 200
+    assert [row["turn"].pk for row in listing.context["turns"]] == [turn.pk]
+    assert f'href="{xray_url}"' in listing.content.decode()
+
+
+def test_it_replays_the_stored_input_side_by_side_without_storing(
+    client: Client, project: Project, thread: Thread
+) -> None:
+    turn = _turn(post_chat(client, thread, {"content": "hello there"}))
+    count = Message.objects.filter(thread=thread).count()
+    url = reverse("playground:turn-replay", args=[turn.pk]) + f"?projectId={project.pk}"
+    resp = client.post(url, {"adapter": "offline"})
+    assert resp.status_code == 200
+    result = resp.context["result"]
+    assert result.adapter == "offline" and result.error == ""
+    assert resp.context["original"] == turn.assistant_message.content
+    assert result.text.strip() != ""
+    html = resp.content.decode()
+    assert 'data-testid="replay-original"' in html and 'data-testid="replay-new"' in html
+    assert Message.objects.filter(thread=thread).count() == count
+    assert Turn.objects.filter(thread=thread).count() == 1
+
+
+def test_it_refuses_an_unknown_replay_adapter_naming_the_field(
+    client: Client, project: Project, thread: Thread
+) -> None:
+    turn = _turn(post_chat(client, thread, {"content": "hello there"}))
+    url = reverse("playground:turn-replay", args=[turn.pk]) + f"?projectId={project.pk}"
+    resp = client.post(url, {"adapter": "gpt-9"})
+    assert resp.status_code == 400
+    assert resp.json()["error"]["field"] == "adapter"
+
+
+def test_it_hides_a_turn_of_another_project_from_replay(client: Client, thread: Thread) -> None:
+    other = Project.objects.create(slug="other", name="Other")
+    make_user("outsider", other)
+    turn = _turn(post_chat(client, thread, {"content": "hello there"}))
+    outsider = Client()
+    outsider.force_login(make_user("someone", other))
+    url = reverse("playground:turn-replay", args=[turn.pk]) + f"?projectId={other.pk}"
+    assert outsider.post(url, {"adapter": "offline"}).status_code == 404
