@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
+
+from django.db.models import Count, Sum
 
 from memoryapp.models import Message, Project, Thread, Turn
 
@@ -208,4 +211,31 @@ def project_datasets(*, project: Project) -> list[str]:
         .order_by("dataset")
         .values_list("dataset", flat=True)
         .distinct()[:DATASET_CHOICES_MAX]
+    )
+
+
+@dataclass(frozen=True)
+class ChatTotals:
+    """A thread's playground turns at a glance: how many, their running cost (USD), and
+    the newest turn's model input in tokens against its model's context window (None
+    before the first turn stored with its input)."""
+
+    turns: int
+    cost: Decimal
+    last_input_tokens: int | None
+    context_window: int | None
+
+
+def thread_chat_totals(*, thread: Thread) -> ChatTotals:
+    """ChatTotals of ``thread`` (two queries: one aggregate, the newest turn's context)."""
+    totals = Turn.objects.filter(thread=thread).aggregate(
+        turns=Count("pk", distinct=True), cost=Sum("usage_lines__cost")
+    )
+    last = Turn.objects.filter(thread=thread).order_by("-created", "-pk").values_list("context", flat=True).first()
+    stored = (last or {}).get("input") or {}
+    return ChatTotals(
+        turns=totals["turns"] or 0,
+        cost=totals["cost"] or Decimal(0),
+        last_input_tokens=stored.get("totalTokens"),
+        context_window=stored.get("contextWindow"),
     )

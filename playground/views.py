@@ -64,7 +64,12 @@ def _duration_text(stats: dict[str, Any]) -> str:
 
 def stats_context(thread: Thread) -> dict[str, Any]:
     stats = serializers.stats_to_dict(working.thread_stats(thread=thread))
-    return {"stats": stats, "duration_text": _duration_text(stats)}
+    return {
+        "stats": stats,
+        "duration_text": _duration_text(stats),
+        "chat": selectors.thread_chat_totals(thread=thread),
+        "turns_url": project_url("playground:thread-turns", thread.project, thread.pk),
+    }
 
 
 def thread_context(thread: Thread, before: int | None) -> dict[str, Any]:

@@ -122,6 +122,7 @@ def test_it_replays_the_stored_input_side_by_side_without_storing(
     assert resp.status_code == 200
     result = resp.context["result"]
     assert result.adapter == "offline" and result.error == ""
+    assert turn.assistant_message is not None
     assert resp.context["original"] == turn.assistant_message.content
     assert result.text.strip() != ""
     html = resp.content.decode()
@@ -148,3 +149,17 @@ def test_it_hides_a_turn_of_another_project_from_replay(client: Client, thread: 
     outsider.force_login(make_user("someone", other))
     url = reverse("playground:turn-replay", args=[turn.pk]) + f"?projectId={other.pk}"
     assert outsider.post(url, {"adapter": "offline"}).status_code == 404
+
+
+def test_it_shows_the_threads_turns_running_cost_and_context_gauge(
+    client: Client, project: Project, thread: Thread
+) -> None:
+    first = _turn(post_chat(client, thread, {"content": "hello there"}))
+    second = _turn(post_chat(client, thread, {"content": "and again"}))
+    stats = client.get(reverse("playground:thread-stats", args=[thread.pk]) + f"?projectId={project.pk}")
+    chat = stats.context["chat"]
+    assert chat.turns == 2
+    assert chat.cost == first.total_cost + second.total_cost
+    assert chat.last_input_tokens == second.context["input"]["totalTokens"]
+    assert chat.context_window == 32_768
+    assert 'data-testid="stat-context-window"' in stats.content.decode()
