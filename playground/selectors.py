@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, Sum
+from django.db.models import Count, OuterRef, Subquery, Sum
 
 from memoryapp.models import Message, Project, Thread, Turn
 
@@ -239,3 +239,20 @@ def thread_chat_totals(*, thread: Thread) -> ChatTotals:
         last_input_tokens=stored.get("totalTokens"),
         context_window=stored.get("contextWindow"),
     )
+
+
+def thread_openers(*, threads: Iterable[Thread]) -> dict[Any, str]:
+    """Each thread's label for the thread list (issue 10 item 4): its metadata ``title``
+    when it has one, else its first user message (cut to 120 characters), else "".
+    One query for the page, a correlated subquery per thread on (thread, sequence)."""
+    threads = list(threads)
+    labels = {t.pk: str((t.metadata or {}).get("title") or "") for t in threads}
+    need = [pk for pk, label in labels.items() if not label]
+    if need:
+        first = Message.objects.filter(thread=OuterRef("pk"), role="user", is_summary=False).order_by(
+            "sequence_number"
+        )
+        rows = Thread.objects.filter(pk__in=need).annotate(opener=Subquery(first.values("content")[:1]))
+        for pk, opener in rows.values_list("pk", "opener"):
+            labels[pk] = (opener or "")[:120]
+    return labels

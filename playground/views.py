@@ -131,10 +131,14 @@ def _threads_response(
         )
     except InvalidInput:
         return HttpResponseBadRequest("Invalid cursor")
+    labels = selectors.thread_openers(threads=threads)
     context: dict[str, Any] = {
         "project": project,
         # Real messages: every row but the summaries, one per compaction run.
-        "rows": [{"thread": t, "messages": t.message_total - t.compaction_count} for t in threads],
+        "rows": [
+            {"thread": t, "messages": t.message_total - t.compaction_count, "label": labels[t.pk]}
+            for t in threads
+        ],
         "nav": "threads",
         "filters": filters,
         "dataset": dataset or "",

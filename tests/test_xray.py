@@ -12,6 +12,7 @@ from django.urls import reverse
 from memoryapp import working
 from memoryapp.models import Message, Project, Thread, Turn
 from memoryapp.tokens import count_tokens
+from playground import selectors
 from tests.fakes.fixtures import fake_gemini_fixture  # noqa: F401
 from tests.fakes.gemini_server import FakeGeminiServer
 from tests.test_chat import SYSTEM_PROMPT, _gemini_answers, make_user, post_chat
@@ -156,10 +157,23 @@ def test_it_shows_the_threads_turns_running_cost_and_context_gauge(
 ) -> None:
     first = _turn(post_chat(client, thread, {"content": "hello there"}))
     second = _turn(post_chat(client, thread, {"content": "and again"}))
-    stats = client.get(reverse("playground:thread-stats", args=[thread.pk]) + f"?projectId={project.pk}")
-    chat = stats.context["chat"]
+    chat = selectors.thread_chat_totals(thread=thread)
     assert chat.turns == 2
     assert chat.cost == first.total_cost + second.total_cost
     assert chat.last_input_tokens == second.context["input"]["totalTokens"]
     assert chat.context_window == 32_768
-    assert 'data-testid="stat-context-window"' in stats.content.decode()
+    stats = client.get(reverse("playground:thread-stats", args=[thread.pk]) + f"?projectId={project.pk}")
+    html = stats.content.decode()
+    assert f'<meter class="xray-gauge" min="0" max="32768" value="{chat.last_input_tokens}">' in html
+    assert 'data-testid="stat-turns"><a href="' in html and ">2</a>" in html
+
+
+def test_it_labels_each_thread_with_its_title_or_first_user_message(
+    client: Client, project: Project, thread: Thread
+) -> None:
+    titled = working.thread_create(project=project, dataset="d", metadata={"title": "Trip to Lisbon"})
+    working.message_append(thread=titled, role="user", content="ignored: the title wins")
+    empty = working.thread_create(project=project, dataset="d")
+    listing = client.get(reverse("playground:threads") + f"?projectId={project.pk}")
+    labels = {row["thread"].pk: row["label"] for row in listing.context["rows"]}
+    assert labels == {thread.pk: "I'm looking for a family car.", titled.pk: "Trip to Lisbon", empty.pk: ""}

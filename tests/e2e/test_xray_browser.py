@@ -70,6 +70,7 @@ def test_it_shows_the_xray_of_a_turn_after_reload_and_replays_it(
     expect(page.get_by_test_id("xray-gauge")).to_have_attribute("max", str(stored["contextWindow"]))
     page.screenshot(path=output_dir / "xray.png", full_page=True)
 
+    assert turn.assistant_message is not None
     page.get_by_test_id("replay-button").click()
     outputs = page.get_by_test_id("replay-outputs")
     expect(outputs.get_by_test_id("replay-original")).to_contain_text(turn.assistant_message.content[:30])
