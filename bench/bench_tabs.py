@@ -114,7 +114,11 @@ def run_case(browser: Any, base: str, project: Any, thread: Any, tabs: int, turn
     url = f"{base}/dashboard/threads/{thread.pk}/?projectId={project.pk}"
     for page in pages:
         page.goto(url)
-        page.wait_for_selector("[data-testid=live-status][data-state=open]")
+        try:
+            page.wait_for_selector("[data-testid=live-status][data-state=open]", timeout=15_000)
+        except Exception as exc:
+            state = page.evaluate("(document.getElementById('live-status') || {}).textContent")
+            raise SystemExit(f"the thread page's live socket did not open ({state!r}) at {page.url}") from exc
     cookies = {c["name"]: c["value"] for c in context.cookies()}
     cookie = "; ".join(f"{k}={v}" for k, v in cookies.items())
     ws_path = pages[0].evaluate("document.getElementById('live-root').dataset.wsPath")
