@@ -16,16 +16,13 @@ database), then reads every row back and measures, per conversation:
 - ``empty``: summaries that are only the header line (or nothing) although the folded
   messages had content.
 
-A name is a word starting with a capital letter that is not the first word of its
-sentence (so "Wow" opening a sentence is not a name, "Mel" in "Hey Mel!" is) and is
-not "I"; a number is a run of digits (with inner ``.,:/``). A term survives when it occurs
-in the summary as a whole word, case-sensitively. The definitions are the bench's own,
-not offline.py's scoring rules, so the summariser is not graded by its own yardstick.
+Names (with dates) and numbers are memoryapp.salient's: the one extractor the dashboard
+uses to show what a summary dropped. A term survives when it occurs in the summary as a
+whole word, case-sensitively (salient.survives).
 """
 
 from __future__ import annotations
 
-import re
 import statistics
 import sys
 from dataclasses import dataclass
@@ -33,30 +30,20 @@ from dataclasses import dataclass
 from _common import Api, conversation_files, locomo_arguments, throwaway_database
 from locomo_ingest import all_rows, ingest, load
 
+from memoryapp import salient
 from memoryapp.tokens import count_tokens
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_WORD = re.compile(r"[\w'\u2019-]+")
-_NAME = re.compile(r"^[A-Z][A-Za-z]+(?:['\u2019]s)?$")
-_NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*")
 HEADER_PREFIX = "Summary of earlier conversation"
 
 
 def terms(text: str) -> tuple[set[str], set[str]]:
-    """``(names, numbers)`` stated in ``text``, as defined in the module docstring."""
-    names: set[str] = set()
-    for sentence in _SENTENCE.split(text):
-        words = _WORD.findall(sentence)
-        for word in words[1:]:
-            word = word.strip("'\u2019-")
-            if _NAME.match(word):
-                names.add(re.sub(r"['\u2019]s$", "", word))
-    return names, set(_NUMBER.findall(text))
+    """``(names, numbers)`` stated in ``text`` by memoryapp.salient (dates count with the
+    names)."""
+    found = salient.terms(text)
+    return set(found.names | found.dates), set(found.numbers)
 
 
-def survives(term: str, summary: str) -> bool:
-    """True when ``term`` occurs in ``summary`` as a whole word (case-sensitive)."""
-    return re.search(rf"(?<![\w]){re.escape(term)}(?![\w])", summary) is not None
+survives = salient.survives
 
 
 def share(kept: int, total: int) -> float:

@@ -15,6 +15,7 @@ from django.urls import reverse
 
 from memoryapp import working
 from memoryapp.episodic import episode_build
+from memoryapp.llm.offline_reply import REPLY_OPENING
 from memoryapp.models import Fact, Membership, Message, Project, Thread, Turn, UsageLine
 from memoryapp.timefmt import iso_ms
 from tests.fakes.fixtures import fake_gemini_fixture  # noqa: F401
@@ -140,8 +141,8 @@ def test_it_runs_a_turn_and_answers_the_spec_201_body(client: Client, thread: Th
         "turnId": turn.pk,
     }
     assert user_row.content == "what about resale value?"
-    assert reply_row.content.startswith("[offline model: no GEMINI_API_KEY is set")
-    assert 'You said: "what about resale value?"' in reply_row.content
+    assert reply_row.content.startswith(f"{REPLY_OPENING}\n")
+    assert "Memory gave this turn" not in reply_row.content
     assert turn.user_message_id == user_row.id
     assert turn.assistant_message_id == reply_row.id
     assert turn.adapter == "offline"
@@ -371,7 +372,9 @@ def test_it_keeps_the_user_message_and_answers_502_when_the_model_fails(
     assert body["turnId"] == turn.pk
     assert "streamGenerateContent refused" in body["detail"]
     assert user_row.content == "are you there?"
-    assert list(Message.objects.filter(thread=thread).values_list("sequence_number", flat=True)) == [
+    assert list(
+        Message.objects.filter(thread=thread).values_list("sequence_number", flat=True)
+    ) == [
         1,
         2,
         3,
@@ -386,7 +389,9 @@ def test_it_proceeds_without_long_term_memory_when_recall_fails(
     # Synthesis (recall's model call) is refused; the reply still streams.
     fake_gemini.responder = _gemini_answers(["Still here."], fail="generateContent")
     resp = post_chat(
-        client, thread, {"content": "what was my budget?", "systemPrompt": SYSTEM_PROMPT, "verbose": True}
+        client,
+        thread,
+        {"content": "what was my budget?", "systemPrompt": SYSTEM_PROMPT, "verbose": True},
     )
     assert resp.status_code == 201, resp.content
     body = resp.json()
@@ -489,7 +494,9 @@ def test_it_refuses_a_body_that_is_not_json(client: Client, thread: Thread) -> N
     assert resp.status_code == 400
     assert resp.json() == {
         "error": "Validation error",
-        "issues": [{"path": [], "message": "Request body is not valid JSON", "code": "invalid_json"}],
+        "issues": [
+            {"path": [], "message": "Request body is not valid JSON", "code": "invalid_json"}
+        ],
     }
 
 
@@ -508,7 +515,9 @@ def test_it_refuses_a_body_that_is_not_json(client: Client, thread: Thread) -> N
         (["content"], []),
     ],
 )
-def test_it_refuses_bad_chat_input(client: Client, thread: Thread, body: Any, path: list[Any]) -> None:
+def test_it_refuses_bad_chat_input(
+    client: Client, thread: Thread, body: Any, path: list[Any]
+) -> None:
     resp = post_chat(client, thread, body)
     assert resp.status_code == 400
     data = resp.json()
@@ -567,7 +576,9 @@ def test_it_shows_the_model_error_in_the_context_view(
     assert "streamGenerateContent refused" in html
 
 
-def test_it_hides_the_context_view_from_outsiders(client: Client, project: Project, thread: Thread) -> None:
+def test_it_hides_the_context_view_from_outsiders(
+    client: Client, project: Project, thread: Thread
+) -> None:
     turn_id = post_chat(client, thread, {"content": "hello"}).json()["turnId"]
     turn = Turn.objects.get(pk=turn_id)
     outsider = make_user("outsider")

@@ -69,7 +69,8 @@ def test_it_leaves_out_chatter() -> None:
 
     for chatter in CHATTER:
         assert not any(line.split(": ", 1)[-1].startswith(chatter) for line in summary_lines(text))
-    assert len(summary_lines(text)) == 1 + 12
+    # Shorter than the 158 tokens it replaced, so the less informative lines go.
+    assert len(summary_lines(text)) == 1 + 9
 
 
 def test_it_keeps_the_most_informative_lines_when_the_budget_is_tight() -> None:
@@ -91,8 +92,12 @@ def test_it_carries_the_previous_summary_forward_before_the_new_lines() -> None:
     assert carried  # the first half has content worth keeping
     assert lines.count(SUMMARY_HEADER) == 1
     assert lines[1 : 1 + len(carried)] == carried
-    assert "- user: I booked a test drive at Lyon Motors for March 3, 2026 at 10:30." in lines
-    assert second == extractive_summary(previous_summary=None, messages=MESSAGES, max_tokens=1024)
+    assert lines[1 + len(carried) :] == [
+        "- user: We decided on the Corolla Hybrid after talking it over.",
+        "- user: I booked a test drive at Lyon Motors for March 3, 2026 at 10:30.",
+        "- user: Should I bring anything to the test drive?",
+        "- user: Can my wife Ana drive it too?",
+    ]
 
 
 def test_it_splits_a_prose_previous_summary_into_lines() -> None:
@@ -100,9 +105,8 @@ def test_it_splits_a_prose_previous_summary_into_lines() -> None:
 
     text = extractive_summary(previous_summary=previous, messages=[MESSAGES[4]], max_tokens=1024)
 
+    # No room for the header nor the first sentence: shorter than the 29 tokens replaced.
     assert summary_lines(text) == [
-        SUMMARY_HEADER,
-        "- The user is Priya Raman.",
         "- She lives in Lyon and works at Airbus since 2019.",
         "- user: My budget is $30,000, and we have two kids.",
     ]
@@ -118,7 +122,10 @@ def test_it_keeps_room_for_new_messages_when_the_previous_summary_fills_the_budg
     text = extractive_summary(previous_summary=previous, messages=new, max_tokens=150)
 
     assert count_tokens(text) <= 150
-    assert summary_lines(text)[-1] == "- user: I want to sell the old car soon."
+    assert summary_lines(text)[-2:] == [
+        "- user: I want to sell the old car soon.",
+        "- Also mentioned: May 21, 21, May 22, 22",
+    ]
     assert sum(line.startswith("- user: On May") for line in summary_lines(text)) >= 3
 
 
@@ -235,12 +242,10 @@ def test_it_keeps_each_short_answer_with_the_question_it_answers() -> None:
 
     text = extractive_summary(previous_summary=None, messages=messages, max_tokens=1024)
 
+    # Only what fits in fewer tokens than the messages had; a pair stays one line.
     assert summary_lines(text) == [
-        SUMMARY_HEADER,
         "- user: My name?",
-        "- assistant: What is your name? → user: Alice.",
         "- assistant: Which day suits you? → user: Tuesday",
-        "- assistant: Which colour? → user: Blue, please.",
         "- user: Yes, book it.",
     ]
 
@@ -278,12 +283,7 @@ def test_it_keeps_a_yes_or_no_answer_to_a_yes_no_question_but_not_small_talk() -
 
     text = extractive_summary(previous_summary=None, messages=messages, max_tokens=1024)
 
-    assert summary_lines(text) == [
-        SUMMARY_HEADER,
-        "- assistant: Shall I book the table for Friday? → user: Yes.",
-        "- assistant: Do you need parking? → user: No.",
-        "- assistant: How are you?",
-    ]
+    assert summary_lines(text) == ["- assistant: Shall I book the table for Friday? → user: Yes."]
 
 
 def test_it_carries_a_question_and_its_answer_as_one_line() -> None:
@@ -296,7 +296,15 @@ def test_it_carries_a_question_and_its_answer_as_one_line() -> None:
 
     second = extractive_summary(
         previous_summary=first,
-        messages=messages_of([("user", "I fly to Oslo on Friday.")], start=3),
+        messages=messages_of(
+            [
+                (
+                    "user",
+                    "I fly to Oslo on Friday with my sister Ana and her two kids, Leo and Mia. Great, thanks a lot! Great, thanks a lot!",
+                )
+            ],
+            start=3,
+        ),
         max_tokens=1024,
     )
 
@@ -304,7 +312,7 @@ def test_it_carries_a_question_and_its_answer_as_one_line() -> None:
     assert summary_lines(second) == [
         SUMMARY_HEADER,
         f"- assistant: {question} → user: Option 3.",
-        "- user: I fly to Oslo on Friday.",
+        "- user: I fly to Oslo on Friday with my sister Ana and her two kids, Leo and Mia.",
     ]
 
 
@@ -317,8 +325,10 @@ def test_it_keeps_short_messages_that_carry_a_number_run_after_run() -> None:
     first = extractive_summary(previous_summary=None, messages=messages[:9], max_tokens=1024)
     second = extractive_summary(previous_summary=first, messages=messages[9:], max_tokens=1024)
 
-    assert summary_lines(first) == [SUMMARY_HEADER, *MSG_LINES[:9]]
-    assert summary_lines(second) == [SUMMARY_HEADER, *MSG_LINES]
+    # Each summary is shorter than what it replaced: the newest lines win, and the
+    # numbers that did not fit stay in the index line.
+    assert summary_lines(first) == MSG_LINES[6:9]
+    assert summary_lines(second) == [*MSG_LINES[6:9], *MSG_LINES[16:18], "- Also mentioned: 16"]
 
 
 CHATTER_ONLY = [
@@ -336,21 +346,17 @@ def test_it_keeps_the_most_recent_lines_when_nothing_scores() -> None:
     roomy = extractive_summary(previous_summary=None, messages=messages, max_tokens=1024)
     tight = extractive_summary(previous_summary=None, messages=messages, max_tokens=12)
 
-    assert summary_lines(roomy) == [
-        SUMMARY_HEADER,
-        "- user: ok",
-        "- assistant: hmm",
-        "- user: lol",
-        "- assistant: Great, thanks!",
-        "- user: bye",
-    ]
-    assert summary_lines(tight) == ["- assistant: Great, thanks!", "- user: bye"]
+    assert summary_lines(roomy) == ["- user: bye"]
+    assert summary_lines(tight) == ["- user: bye"]
 
 
 def test_it_keeps_the_most_recent_lines_after_the_carried_ones_when_nothing_scores() -> None:
     previous = "\n".join(
         [SUMMARY_HEADER]
-        + [f"- user: On May {day}, 2025 Priya paid invoice {day} to Lyon Motors." for day in range(1, 21)]
+        + [
+            f"- user: On May {day}, 2025 Priya paid invoice {day} to Lyon Motors."
+            for day in range(1, 21)
+        ]
     )
 
     text = extractive_summary(
@@ -360,8 +366,9 @@ def test_it_keeps_the_most_recent_lines_after_the_carried_ones_when_nothing_scor
     lines = summary_lines(text)
     assert count_tokens(text) <= 120
     assert lines[-3:] == ["- user: lol", "- assistant: Great, thanks!", "- user: bye"]
-    assert all(line.startswith("- user: On May") for line in lines[1:-5])
-    assert len(lines) > 1 + 5
+    assert all(line.startswith("- user: On May") for line in lines[1:-6])
+    assert len(lines) > 1 + 6
+    assert lines[-1] == "- Also mentioned: May 14, 14, May 15, 15, May 16, 16"
 
 
 def test_it_prefers_a_line_with_a_new_name_to_one_repeating_names_it_kept() -> None:
@@ -369,8 +376,10 @@ def test_it_prefers_a_line_with_a_new_name_to_one_repeating_names_it_kept() -> N
     new_name = f"- user: Bruno visited Braga{tail}"
     repeated = f"- user: Ana moved to Porto{tail}"
     latest = f"- user: Ana stayed in Porto{tail}"
+    # Chatter the summary drops, so the budget, not "shorter than what it replaced", binds.
+    chatter = [("assistant", "Great, thanks! " * 12)]
     messages = messages_of(
-        [("user", line.removeprefix("- user: ")) for line in (new_name, repeated, latest)]
+        [("user", line.removeprefix("- user: ")) for line in (new_name, repeated, latest)] + chatter
     )
     max_tokens = count_tokens(SUMMARY_HEADER) + count_tokens(new_name) + count_tokens(latest) + 2
 
@@ -397,52 +406,100 @@ def test_it_prefers_a_line_with_a_new_number_to_one_repeating_a_number_it_kept()
 # A realistic chat: an assistant that talks at length, a user who states the facts.
 MOVING_HOUSE = [
     ("user", "Hi! I need help planning our move from Leeds to Edinburgh."),
-    ("assistant", "Of course, happy to help with that. Moving between cities takes a lot of coordination, so it helps to break the work into small steps and to tackle them one at a time. A simple checklist, kept somewhere everyone in the household can see it, usually does more good than any clever app. Start with the tasks that depend on other people, such as landlords, schools and utility companies, because those are the ones that take longest to sort out. What date are you aiming for?"),
+    (
+        "assistant",
+        "Of course, happy to help with that. Moving between cities takes a lot of coordination, so it helps to break the work into small steps and to tackle them one at a time. A simple checklist, kept somewhere everyone in the household can see it, usually does more good than any clever app. Start with the tasks that depend on other people, such as landlords, schools and utility companies, because those are the ones that take longest to sort out. What date are you aiming for?",
+    ),
     ("user", "We want to move on Saturday 14 June."),
-    ("assistant", "That gives you a good amount of time to prepare if you start soon. Most families find that the last fortnight is the busiest part, so anything you can settle early will take pressure off later, when the boxes start piling up in the hallway. How many people are moving?"),
+    (
+        "assistant",
+        "That gives you a good amount of time to prepare if you start soon. Most families find that the last fortnight is the busiest part, so anything you can settle early will take pressure off later, when the boxes start piling up in the hallway. How many people are moving?",
+    ),
     ("user", "Four."),
     ("assistant", "Thanks. Who is moving with you?"),
     ("user", "My wife Hannah and our two sons, Oliver and Finn."),
-    ("assistant", "Lovely. Moving with children can be stressful, but keeping them involved in the process usually makes it easier for everyone and helps them feel settled in the new place much sooner. Letting them pack a small box of their own favourite things, and carry it themselves on the day, is a simple way to give them a sense of control. It also helps to visit the new neighbourhood together before the move, so that the parks, shops and the route to school already feel a little familiar."),
+    (
+        "assistant",
+        "Lovely. Moving with children can be stressful, but keeping them involved in the process usually makes it easier for everyone and helps them feel settled in the new place much sooner. Letting them pack a small box of their own favourite things, and carry it themselves on the day, is a simple way to give them a sense of control. It also helps to visit the new neighbourhood together before the move, so that the parks, shops and the route to school already feel a little familiar.",
+    ),
     ("user", "Oliver starts at Leith Academy in August."),
     ("assistant", "Which school will Finn go to?"),
     ("user", "Trinity Primary."),
     ("assistant", "Great, thanks!"),
     ("user", "We found a flat on Ferry Road for £1,450 a month."),
-    ("assistant", "That sounds like a sensible choice for a family. It is worth reading the tenancy agreement carefully before you sign anything, and asking about anything that seems unclear to you. Take photos of every room when you get the keys, so that there is no argument about the condition of the place when you eventually leave. Keep copies of every email and receipt in one folder as well, since you may need them when the tenancy ends and the deposit is returned."),
+    (
+        "assistant",
+        "That sounds like a sensible choice for a family. It is worth reading the tenancy agreement carefully before you sign anything, and asking about anything that seems unclear to you. Take photos of every room when you get the keys, so that there is no argument about the condition of the place when you eventually leave. Keep copies of every email and receipt in one folder as well, since you may need them when the tenancy ends and the deposit is returned.",
+    ),
     ("user", "The letting agent is Morgan Lettings."),
     ("assistant", "Did you pay the deposit yet?"),
     ("user", "Yes, £2,900 on 2 May."),
     ("assistant", "Good to have that done. Have you booked a removal company?"),
     ("user", "Not yet."),
-    ("assistant", "It is usually a good idea to get several quotes, because prices vary a lot and the cheapest offer is not always the most reliable one when it comes to careful handling of furniture and boxes. Ask each company what their insurance covers, whether they charge extra for stairs, and how they deal with delays on the road. A short video call, where you walk them through each room, gives a much more accurate quote than a rough estimate of the number of boxes."),
+    (
+        "assistant",
+        "It is usually a good idea to get several quotes, because prices vary a lot and the cheapest offer is not always the most reliable one when it comes to careful handling of furniture and boxes. Ask each company what their insurance covers, whether they charge extra for stairs, and how they deal with delays on the road. A short video call, where you walk them through each room, gives a much more accurate quote than a rough estimate of the number of boxes.",
+    ),
     ("user", "Highland Removals quoted £1,200 and Swift Vans quoted £950."),
     ("assistant", "Which one do you prefer?"),
     ("user", "Highland Removals, they have better reviews."),
     ("assistant", "Sounds good."),
     ("user", "Their van arrives at 8:30 on the day."),
-    ("assistant", "Make sure everything is packed and labelled the night before, so that the crew can load the van quickly and nothing important gets left behind in the rush of the morning. Keep a separate bag with chargers, documents, medicines and a change of clothes for everyone, and travel with it yourself rather than putting it in the van."),
+    (
+        "assistant",
+        "Make sure everything is packed and labelled the night before, so that the crew can load the van quickly and nothing important gets left behind in the rush of the morning. Keep a separate bag with chargers, documents, medicines and a change of clothes for everyone, and travel with it yourself rather than putting it in the van.",
+    ),
     ("user", "Ok."),
     ("user", "What about the internet at the new flat?"),
-    ("assistant", "It is worth arranging the broadband early, because installation slots can fill up weeks in advance and it is frustrating to be without a connection while you are trying to settle in. In the meantime, a mobile hotspot can cover the basics, although it will not be quick enough for everyone at once. Remember to cancel or transfer the contract at the old address too, so that you are not paying for two connections at the same time."),
+    (
+        "assistant",
+        "It is worth arranging the broadband early, because installation slots can fill up weeks in advance and it is frustrating to be without a connection while you are trying to settle in. In the meantime, a mobile hotspot can cover the basics, although it will not be quick enough for everyone at once. Remember to cancel or transfer the contract at the old address too, so that you are not paying for two connections at the same time.",
+    ),
     ("user", "I ordered fibre from Vodafone, installation on 16 June."),
     ("assistant", "Perfect. Is there anything else you are worried about?"),
     ("user", "Our cat Pepper hates car journeys."),
-    ("assistant", "Many cats find travel stressful, so it helps to keep them in a familiar carrier with a blanket that smells of home, and to keep the car calm and quiet for the whole of the journey. When you arrive, give the cat one quiet room with food, water and a litter tray, and let it explore the rest of the home gradually over a few days."),
+    (
+        "assistant",
+        "Many cats find travel stressful, so it helps to keep them in a familiar carrier with a blanket that smells of home, and to keep the car calm and quiet for the whole of the journey. When you arrive, give the cat one quiet room with food, water and a litter tray, and let it explore the rest of the home gradually over a few days.",
+    ),
     ("user", "The vet, Dr Patel, suggested a mild sedative."),
     ("assistant", "How long is the drive?"),
     ("user", "About 4 hours."),
-    ("assistant", "That is manageable with a couple of short breaks along the way, and it gives everyone a chance to stretch their legs, have something to eat and get some fresh air. Children usually cope much better with a long car journey when they know in advance roughly when the next stop will be. Plan the stops before you leave, so that nobody has to make decisions while tired and hungry in the middle of the motorway."),
+    (
+        "assistant",
+        "That is manageable with a couple of short breaks along the way, and it gives everyone a chance to stretch their legs, have something to eat and get some fresh air. Children usually cope much better with a long car journey when they know in advance roughly when the next stop will be. Plan the stops before you leave, so that nobody has to make decisions while tired and hungry in the middle of the motorway.",
+    ),
     ("user", "Thanks, that helps a lot."),
     ("assistant", "You're welcome. Good luck with the move!"),
     ("user", "Bye!"),
 ]
 
 MOVING_HOUSE_FACTS = [
-    "Leeds", "Edinburgh", "Saturday 14 June", "Four", "Hannah", "Oliver", "Finn",
-    "Leith Academy", "August", "Trinity Primary", "Ferry Road", "£1,450", "Morgan Lettings",
-    "£2,900", "2 May", "Highland Removals", "£1,200", "Swift Vans", "£950", "8:30",
-    "Vodafone", "16 June", "Pepper", "Dr Patel", "4 hours",
+    "Leeds",
+    "Edinburgh",
+    "Saturday 14 June",
+    "Four",
+    "Hannah",
+    "Oliver",
+    "Finn",
+    "Leith Academy",
+    "August",
+    "Trinity Primary",
+    "Ferry Road",
+    "£1,450",
+    "Morgan Lettings",
+    "£2,900",
+    "2 May",
+    "Highland Removals",
+    "£1,200",
+    "Swift Vans",
+    "£950",
+    "8:30",
+    "Vodafone",
+    "16 June",
+    "Pepper",
+    "Dr Patel",
+    "4 hours",
 ]
 
 
@@ -517,3 +574,80 @@ def test_it_calls_no_tool_when_none_is_offered() -> None:
     chunks = list(OfflineModel().reply(system_instruction="", messages=[message]))
 
     assert [c.tool_calls for c in chunks if c.tool_calls] == []
+
+
+# --- issue 10 item 3: what the summary folds and how long it may be -------------------------
+
+
+def test_it_never_folds_its_own_replies_or_quotes() -> None:
+    messages = messages_of(
+        [
+            ("user", "Our budget is $4,000 and we fly to Lisbon on May 12."),
+            (
+                "assistant",
+                "[offline model] No language model is set up (no GEMINI_API_KEY), so I answer"
+                " from memory.\nFrom memory:\n> Our budget is $4,000 (recent user message)",
+            ),
+            ("user", "> Our budget is $4,000\nAnd Marta Silva joins us on Friday."),
+            ("assistant", "Our budget is $4,000 and we fly to Lisbon on May 12. Noted!"),
+        ]
+    )
+
+    text = extractive_summary(previous_summary=None, messages=messages, max_tokens=1024)
+
+    assert summary_lines(text) == [
+        SUMMARY_HEADER,
+        "- user: Our budget is $4,000 and we fly to Lisbon on May 12.",
+        "- user: And Marta Silva joins us on Friday.",
+    ]
+
+
+def test_it_keeps_a_sentence_with_a_title_or_initial_as_one_bullet() -> None:
+    messages = messages_of(
+        [("user", "I saw Dr. Jones and J. Smith on Monday about the 3 tickets. Ok, thanks!")]
+    )
+
+    text = extractive_summary(previous_summary=None, messages=messages, max_tokens=1024)
+
+    assert summary_lines(text) == [
+        "- user: I saw Dr. Jones and J. Smith on Monday about the 3 tickets."
+    ]
+
+
+def test_it_carries_a_long_bullet_whole() -> None:
+    bullet = "- user: " + "We met Ana. " * 30 + "She paid 40 euros."
+    new = messages_of([("user", "I fly to Oslo on Friday with Leo, Mia and Ana at 9:30. " * 3)])
+
+    text = extractive_summary(previous_summary=bullet, messages=new, max_tokens=1024)
+
+    assert bullet in summary_lines(text)
+
+
+@pytest.mark.parametrize("size", [1, 3, 9, 17])
+def test_it_is_always_shorter_than_what_it_replaced(size: int) -> None:
+    previous = extractive_summary(previous_summary=None, messages=MESSAGES[:size], max_tokens=1024)
+    replaced = count_tokens(previous) + sum(count_tokens(m.content) for m in MESSAGES[size:])
+
+    text = extractive_summary(previous_summary=previous, messages=MESSAGES[size:], max_tokens=1024)
+
+    assert count_tokens(text) < replaced
+    assert count_tokens(text) <= 1024
+
+
+def test_it_indexes_the_names_and_numbers_whose_lines_did_not_fit() -> None:
+    messages = messages_of(
+        [
+            ("user", f"On day {day} I met {name} at the market and we talked for a while.")
+            for day, name in zip(range(1, 41), ["Ana", "Bruno", "Carla", "Diego"] * 10, strict=True)
+        ]
+    )
+
+    text = extractive_summary(previous_summary=None, messages=messages, max_tokens=200)
+
+    lines = summary_lines(text)
+    assert count_tokens(text) <= 200
+    assert lines[-1].startswith("- Also mentioned: ")
+    index = lines[-1].removeprefix("- Also mentioned: ").split(", ")
+    stated = set(index) | {w.strip(".,") for line in lines[:-1] for w in line.split()}
+    assert {"Ana", "Bruno", "Carla", "Diego"} <= stated
+    assert len(index) == len(set(index))

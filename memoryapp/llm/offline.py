@@ -4,7 +4,8 @@ It does not pretend to be a language model. ``summarize`` is extractive: it keep
 sentences that carry names, numbers, dates, decisions, preferences and open questions,
 keeps a short reply together with the question it answers (the answer is the fact),
 carries the previous summary's content forward, and stays within the token budget.
-``reply`` says plainly that it is offline and shows what memory gave the turn.
+``reply`` says plainly that it is offline and quotes the lines of its context that best
+match the user's message, each with where it came from (memoryapp.llm.offline_reply).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from memoryapp.llm import extraction_offline, offline_memory
+from memoryapp import salient
+from memoryapp.llm import extraction_offline, offline_memory, offline_reply
 from memoryapp.llm.port import (
     ChatMessage,
     EpisodeExtraction,
@@ -35,6 +37,17 @@ from memoryapp.llm.port import (
 from memoryapp.tokens import count_tokens
 
 SUMMARY_HEADER = "Summary of earlier conversation (offline extractive summary):"
+#: Opens the summary's last line: the names, numbers and dates of what was folded that no
+#: kept line states (memoryapp.salient), so a fact's key survives when its sentence did not.
+INDEX_PREFIX = "- Also mentioned: "
+#: Share of the summary budget kept for the index line when lines compete for room.
+INDEX_SHARE = 0.4
+#: No share is reserved for the index under this many tokens (a tight budget keeps lines).
+INDEX_MIN_TOKENS = 64
+#: The offline adapter's replies open with this; the summariser never folds them.
+REPLY_MARK = "[offline model"
+#: A sentence at least this long that repeats earlier text is an echo and not folded.
+ECHO_MIN_CHARS = 20
 MAX_SENTENCE_CHARS = 400
 #: A message of at most this many words (and MAX_ANSWER_CHARS characters) that follows
 #: another speaker's question, and is not itself a question, is that question's answer.
@@ -46,7 +59,7 @@ ANSWER_ARROW = " → "
 #: answer with their roles fit); a longer one is split into sentences.
 MAX_LINE_CHARS = MAX_SENTENCE_CHARS + MAX_ANSWER_CHARS + 40
 
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+_SENTENCE_SPLIT = salient.SENTENCE_SPLIT
 _MONTHS = (
     "january|february|march|april|may|june|july|august|september|october|november|december"
     "|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
@@ -198,7 +211,9 @@ def _line_score(body: str) -> float:
     return _score(_ROLE_PREFIX.sub("", body, count=1))
 
 
-def _answer(message: TranscriptMessage, sentences: list[str], reply: TranscriptMessage) -> str | None:
+def _answer(
+    message: TranscriptMessage, sentences: list[str], reply: TranscriptMessage
+) -> str | None:
     """``reply``'s whole text when it is a short answer to the question that ends
     ``message`` (another speaker, at most MAX_ANSWER_WORDS words, not a question)."""
     if not sentences or not sentences[-1].endswith("?") or reply.role == message.role:
@@ -212,6 +227,40 @@ def _answer(message: TranscriptMessage, sentences: list[str], reply: TranscriptM
     ):
         return None
     return text
+
+
+def _is_own_reply(message: TranscriptMessage) -> bool:
+    """The offline adapter's own reply (it opens with REPLY_MARK): what it quoted is
+    already in memory, and its framing is no fact."""
+    return message.role == "assistant" and message.content.lstrip().startswith(REPLY_MARK)
+
+
+def _folded_messages(
+    messages: list[TranscriptMessage], previous_summary: str | None
+) -> list[TranscriptMessage]:
+    """``messages`` without the offline adapter's own replies, and each message without
+    its quoted lines (``> ...``) and the sentences of at least ECHO_MIN_CHARS characters
+    that only echo a sentence of an earlier message or of the previous summary. A
+    message left empty is dropped."""
+    earlier = {_key(s) for s in _sentences(_ROLE_PREFIX.sub("", previous_summary or ""))}
+    earlier |= {
+        _key(_ROLE_PREFIX.sub("", line.strip()[2:]))
+        for line in (previous_summary or "").splitlines()
+    }
+    out: list[TranscriptMessage] = []
+    for message in messages:
+        if _is_own_reply(message):
+            continue
+        sentences = _sentences(message.content)
+        kept = [
+            s
+            for s in sentences
+            if not s.startswith(">") and not (len(s) >= ECHO_MIN_CHARS and _key(s) in earlier)
+        ]
+        earlier.update(_key(s) for s in sentences)
+        if kept:
+            out.append(TranscriptMessage(message.sequence_number, message.role, " ".join(kept)))
+    return out
 
 
 def _fresh_lines(messages: list[TranscriptMessage]) -> list[tuple[str, float]]:
@@ -240,21 +289,56 @@ def _fresh_lines(messages: list[TranscriptMessage]) -> list[tuple[str, float]]:
     return lines
 
 
-def _carried_lines(previous_summary: str | None) -> list[str]:
-    """The previous summary as ``- ...`` lines: its short bullet lines as they are, the
-    sentences of prose and of long bullets (a summary another adapter wrote may be prose)."""
+def _carried_lines(previous_summary: str | None) -> tuple[list[str], list[str]]:
+    """The previous summary as ``- ...`` lines (each bullet whole: one fact stays one
+    line; the sentences of prose, as another adapter may write), and the terms of its
+    INDEX_PREFIX line."""
     lines: list[str] = []
+    index: list[str] = []
     for line in (previous_summary or "").splitlines():
         text = line.strip()
         if not text or text == SUMMARY_HEADER:
             continue
-        bullet = text.startswith("- ")
-        body = text[2:].strip() if bullet else text
-        if bullet and len(body) <= MAX_LINE_CHARS:
-            lines.append(f"- {body}")
+        if text.startswith(INDEX_PREFIX):
+            index.extend(t for t in text[len(INDEX_PREFIX) :].split(", ") if t.strip())
+        elif text.startswith("- "):
+            lines.append(f"- {text[2:].strip()}")
         else:
-            lines.extend(f"- {sentence}" for sentence in _sentences(body))
-    return lines
+            lines.extend(f"- {sentence}" for sentence in _sentences(text))
+    return lines, index
+
+
+def _index_line(
+    candidates: list[_Candidate], carried_terms: list[str], kept_text: str, budget: int
+) -> tuple[str, int]:
+    """INDEX_PREFIX and the salient terms (memoryapp.salient) of ``candidates`` and
+    ``carried_terms`` that ``kept_text`` lacks, within ``budget`` tokens, and the tokens
+    it was charged (each term's own count plus one for its comma: never less than the
+    line's count_tokens); ("", 0) when none fits. Terms said more often come first, then
+    newer ones; they are written in the order they were first said."""
+    first_seen: dict[str, int] = {}
+    count: dict[str, int] = {}
+    ordered = [*carried_terms]
+    for cand in candidates:
+        body = _ROLE_PREFIX.sub("", cand.text[2:], count=1)
+        found = salient.terms(body)
+        ordered.extend(sorted(found.names | found.dates) + sorted(found.numbers))
+    for position, term in enumerate(ordered):
+        if "," in term or salient.survives(term, kept_text):
+            continue
+        first_seen.setdefault(term, position)
+        count[term] = count.get(term, 0) + 1
+    room = budget - count_tokens(INDEX_PREFIX)
+    chosen: list[str] = []
+    for term in sorted(first_seen, key=lambda t: (-count[t], -first_seen[t])):
+        cost = count_tokens(term) + 1  # and its ", "
+        if cost <= room:
+            chosen.append(term)
+            room -= cost
+    if not chosen:
+        return "", 0
+    line = INDEX_PREFIX + ", ".join(sorted(chosen, key=first_seen.__getitem__))
+    return line, budget - room
 
 
 def _cut_to(text: str, max_tokens: int) -> str:
@@ -324,12 +408,12 @@ def _choose(candidates: list[_Candidate], take: Callable[[_Candidate], bool]) ->
 
 
 def _summary_candidates(
-    previous_summary: str | None, messages: list[TranscriptMessage]
+    carried_lines: list[str], messages: list[TranscriptMessage]
 ) -> list[_Candidate]:
     """The carried lines (with CARRY_BONUS), then this run's, repeated lines dropped."""
     candidates: list[_Candidate] = []
     seen: set[str] = set()
-    carried = [(line, _line_score(line[2:]) + CARRY_BONUS, True) for line in _carried_lines(previous_summary)]
+    carried = [(line, _line_score(line[2:]) + CARRY_BONUS, True) for line in carried_lines]
     fresh = [(line, score, False) for line, score in _fresh_lines(messages)]
     for line, score, is_carried in carried + fresh:
         key = _key(line)
@@ -364,7 +448,11 @@ def extractive_summary(
     the header; one too small for any whole line keeps the best line cut to fit.
     Implements the rolling summary of spec 000 "Compaction" for DESIGN.md section 7.
     """
-    candidates = _summary_candidates(previous_summary, messages)
+    replaced = count_tokens(previous_summary or "") + sum(count_tokens(m.content) for m in messages)
+    # Always shorter than what it replaced, so a run can never make memory grow.
+    max_tokens = max(min(max_tokens, replaced - 1), 0)
+    carried, carried_terms = _carried_lines(previous_summary)
+    candidates = _summary_candidates(carried, _folded_messages(messages, previous_summary))
     kept = [c for c in candidates if c.score >= MIN_SCORE]
     fresh_kept = [c for c in kept if not c.carried]
     # The lines this run's share is reserved for: the scored ones, or, when every one of
@@ -374,7 +462,11 @@ def extractive_summary(
     header_cost = count_tokens(SUMMARY_HEADER)
     # The header only when it leaves room for content; the budget is what counts.
     header = [SUMMARY_HEADER] if max_tokens >= 2 * header_cost else []
-    budget = max_tokens - (header_cost if header else 0)
+    full_budget = max_tokens - (header_cost if header else 0)
+    # The lines leave INDEX_SHARE to the index line (used by lines when nothing needs it);
+    # a share under INDEX_MIN_TOKENS would hold too few terms to be worth a line's room.
+    reserve = int(full_budget * INDEX_SHARE)
+    budget = full_budget - (reserve if reserve >= INDEX_MIN_TOKENS else 0)
     # Each line costs its tokens plus one for its newline; count_tokens of the joined text
     # is never more than the sum, so the total stays within max_tokens.
     costs = {c.order: count_tokens(c.text) + 1 for c in candidates}
@@ -409,7 +501,20 @@ def extractive_summary(
         if cut:
             chosen.append(_Candidate(best.order, cut, best.score, best.carried))
     chosen.sort(key=lambda c: c.order)
-    return "\n".join([*header, *(c.text for c in chosen)])
+    kept_text = "\n".join(c.text for c in chosen)
+    # Room by the text itself (a line cut to fit is not in ``used``); the joined text
+    # never counts more than its parts plus one per newline.
+    room = max_tokens - count_tokens("\n".join([*header, kept_text])) - 1
+    index, charged = _index_line(candidates, carried_terms, kept_text, room)
+    # What the index does not need of its share goes to more lines, then the index is
+    # made again for what they still leave out (it fits in what it was charged before).
+    budget = full_budget - (charged + 1 if index else 0)
+    _choose([c for c in kept if c not in chosen], take)
+    chosen.sort(key=lambda c: c.order)
+    kept_text = "\n".join(c.text for c in chosen)
+    room = max_tokens - count_tokens("\n".join([*header, kept_text])) - 1
+    index, _ = _index_line(candidates, carried_terms, kept_text, room)
+    return "\n".join([*header, *(c.text for c in chosen), *([index] if index else [])])
 
 
 _TOOL_LINE = re.compile(r"^/(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s+(?P<args>\{.*\})\s*$", re.M)
@@ -441,23 +546,41 @@ def _offline_reply_text(system_instruction: str, messages: Sequence[ChatMessage]
         result = last.tool_result
         outcome = "refused" if result.is_error else "answered"
         return f"[offline model] {result.name} {outcome}: {result.content[:200]}"
-    last_user = next((m.content for m in reversed(messages) if m.role == "user"), "")
-    summaries = [m for m in messages if m.role == "system"]
-    return (
-        "[offline model: no GEMINI_API_KEY is set, so no language model answered.] "
-        f"Memory gave this turn {len(messages)} message(s)"
-        + (", including a compaction summary" if summaries else "")
-        + (
-            f" and a {count_tokens(system_instruction)}-token system instruction. "
-            if system_instruction.strip()
-            else " and no system instruction. "
-        )
-        + f'You said: "{last_user[:200]}"'
-    )
+    return offline_reply.reply_text(system_instruction, messages)
 
 
 _NOTE_STOPWORDS = frozenset(
-    ["the", "and", "for", "what", "who", "with", "that", "this", "from", "them", "they", "their", "right", "now", "when", "why", "have", "about", "into", "your", "you", "are", "was", "were", "will", "been", "what's", "does", "everyone"]
+    [
+        "the",
+        "and",
+        "for",
+        "what",
+        "who",
+        "with",
+        "that",
+        "this",
+        "from",
+        "them",
+        "they",
+        "their",
+        "right",
+        "now",
+        "when",
+        "why",
+        "have",
+        "about",
+        "into",
+        "your",
+        "you",
+        "are",
+        "was",
+        "were",
+        "will",
+        "been",
+        "what's",
+        "does",
+        "everyone",
+    ]
 )
 
 
@@ -560,7 +683,8 @@ class OfflineModel:
         messages: Sequence[ChatMessage],
         tools: Sequence[ToolSpec] | None = None,
     ) -> Iterator[ReplyChunk]:
-        """A streamed, honest non-answer: what memory put into this turn's context.
+        """A streamed answer from memory: the lines of this turn's context that best
+        match the user's message, each with its source (memoryapp.llm.offline_reply).
 
         Takes part in tool use deterministically: when the last message is the user's
         and has lines ``/<tool> <JSON object>`` naming offered ``tools``, the reply is
@@ -568,16 +692,12 @@ class OfflineModel:
         reports it. With the memory tools offered it also follows the plain cues of
         memoryapp.llm.offline_memory ("remember that ...", "what do you know about ...").
         """
-        consumed = count_tokens(system_instruction) + sum(
-            count_tokens(m.content) for m in messages
-        )
+        consumed = count_tokens(system_instruction) + sum(count_tokens(m.content) for m in messages)
         cued = offline_memory.next_call(messages, tools or ())
         calls = _requested_calls(messages, tools or ()) or ((cued,) if cued else ())
         if calls:
             yield ReplyChunk(tool_calls=calls, model=self.model_name)
-            yield ReplyChunk(
-                done=True, model=self.model_name, usage=Usage(input_tokens=consumed)
-            )
+            yield ReplyChunk(done=True, model=self.model_name, usage=Usage(input_tokens=consumed))
             return
         text = offline_memory.answer(messages) or _offline_reply_text(system_instruction, messages)
         words = text.split(" ")

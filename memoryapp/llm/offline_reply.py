@@ -1,0 +1,244 @@
+"""The offline adapter's text reply: it answers from memory (issue 10 item 3).
+
+With no language model, the most useful answer is the memory itself: the lines of this
+turn's context (the compaction summary, the recent messages, recalled facts, episodes and
+messages, open memory notes, the user's system prompt) that best match the user's
+message, each quoted with where it came from. So "remind me of our budget and dates"
+shows memory working without an API key.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memoryapp import salient
+from memoryapp.llm.port import ChatMessage
+
+#: Every offline text reply opens with this (memoryapp.llm.offline.REPLY_MARK matches it).
+REPLY_OPENING = (
+    "[offline model] No language model is set up (no GEMINI_API_KEY), so I answer from memory."
+)
+#: At most this many context lines are quoted.
+MAX_QUOTES = 4
+#: A quoted line longer than this is cut.
+MAX_QUOTE_CHARS = 240
+_WORD = re.compile(r"\w+", re.UNICODE)
+_STOPWORDS = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "are",
+        "was",
+        "were",
+        "you",
+        "your",
+        "our",
+        "ours",
+        "what",
+        "which",
+        "who",
+        "when",
+        "where",
+        "why",
+        "how",
+        "that",
+        "this",
+        "these",
+        "those",
+        "with",
+        "from",
+        "have",
+        "has",
+        "had",
+        "about",
+        "into",
+        "me",
+        "my",
+        "mine",
+        "we",
+        "us",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "it",
+        "is",
+        "be",
+        "do",
+        "does",
+        "did",
+        "can",
+        "could",
+        "would",
+        "should",
+        "will",
+        "a",
+        "an",
+        "or",
+        "not",
+        "remind",
+        "tell",
+        "show",
+        "give",
+        "know",
+        "please",
+        "again",
+        "any",
+        "all",
+        "some",
+    ]
+)
+# Words asking for dates or for numbers: a line stating one matches them.
+_ASKS_DATE = frozenset(
+    ["date", "dates", "when", "day", "days", "time", "times", "schedule", "deadline"]
+)
+_ASKS_NUMBER = frozenset(
+    [
+        "number",
+        "numbers",
+        "budget",
+        "cost",
+        "costs",
+        "price",
+        "prices",
+        "much",
+        "many",
+        "amount",
+        "total",
+    ]
+)
+_ITEM = re.compile(r"^<(?P<tag>fact|episode|message)\b(?P<attrs>[^>]*)>(?P<text>.*)</(?P=tag)>$")
+_ATTR = re.compile(r'(\w+)="([^"]*)"')
+_SUMMARY_HEADER = re.compile(r"^Summary of earlier conversation\b.*:$")
+
+
+@dataclass(frozen=True)
+class ContextLine:
+    """One line of the model's input and where it came from (``source``, readable)."""
+
+    text: str
+    source: str
+    order: int
+
+
+def _item_source(tag: str, attrs: dict[str, str]) -> str:
+    if tag == "fact":
+        return f"recalled fact {attrs.get('id', '')[:8]} of {attrs.get('date', '')}".strip()
+    thread = attrs.get("thread", "")[:8]
+    if tag == "episode":
+        return f"recalled episode, thread {thread} messages {attrs.get('from')}-{attrs.get('to')}"
+    return f"recalled message, thread {thread} #{attrs.get('seq')} ({attrs.get('role')})"
+
+
+def _instruction_lines(instruction: str) -> list[tuple[str, str]]:
+    """The system instruction's content lines with their sources: recalled items by
+    their tag, the agent block's summary and open notes by their headings, the rest as
+    the system prompt. Markup-only lines are skipped."""
+    out: list[tuple[str, str]] = []
+    section = "system prompt"
+    for raw in instruction.splitlines():
+        line = raw.strip()
+        item = _ITEM.match(line)
+        if item:
+            attrs = dict(_ATTR.findall(item["attrs"]))
+            out.append((html.unescape(item["text"]), _item_source(item["tag"], attrs)))
+            continue
+        if line.startswith("## Summary of earlier"):
+            section = "summary"
+        elif line.startswith("## Open memories"):
+            section = "open note"
+        elif line.startswith("## "):
+            section = "memory block"
+        elif line.startswith("### ") and section.startswith("open note"):
+            section = f"open note {line[4:].split(' — ')[0]}"
+        elif line.startswith("<synthesis>"):
+            out.append((html.unescape(re.sub(r"</?synthesis>", "", line)), "recall synthesis"))
+        elif (
+            line
+            and not line.startswith("<")
+            and not line.startswith("[")
+            and section != "memory block"
+        ):
+            out.append((line, section))
+    return out
+
+
+def context_lines(system_instruction: str, messages: Sequence[ChatMessage]) -> list[ContextLine]:
+    """Every quotable line of a turn's model input, in the order the model reads it: the
+    system instruction's, then each message's (the summary message's lines as
+    ``summary``, the others as ``recent <role> message``), the user's last message left
+    out (it is the question)."""
+    pairs = _instruction_lines(system_instruction)
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    for i, message in enumerate(messages):
+        if i == last_user or message.tool_result is not None or not message.content:
+            continue
+        if message.content.lstrip().startswith("[offline model"):
+            continue  # its own earlier replies are quotes of memory already
+        source = "summary" if message.role == "system" else f"recent {message.role} message"
+        for line in message.content.splitlines():
+            text = line.strip()
+            if text and not _SUMMARY_HEADER.match(text):
+                pairs.append((text, source))
+    return [ContextLine(text, source, order) for order, (text, source) in enumerate(pairs)]
+
+
+def _stem(word: str) -> str:
+    word = word.casefold()
+    return word[:-1] if len(word) > 3 and word.endswith("s") else word
+
+
+def _match(query: set[str], wants_date: bool, wants_number: bool, line: ContextLine) -> int:
+    """How well ``line`` matches: shared content words, plus one when the query asks for
+    a date (a number) and the line states one (memoryapp.salient)."""
+    words = {_stem(w) for w in _WORD.findall(line.text)}
+    score = len(query & words)
+    if wants_date or wants_number:
+        found = salient.terms(line.text)
+        score += int(wants_date and bool(found.dates)) + int(wants_number and bool(found.numbers))
+    return score
+
+
+def best_lines(query: str, lines: list[ContextLine], limit: int = MAX_QUOTES) -> list[ContextLine]:
+    """The ``limit`` lines matching ``query`` best (at least one point each), best first,
+    earlier first on ties; a line repeated under another source is quoted once."""
+    words = {_stem(w) for w in _WORD.findall(query) if len(w) > 2}
+    wanted = {w for w in words if w not in _STOPWORDS}
+    wants_date = bool(words & _ASKS_DATE)
+    wants_number = bool(words & _ASKS_NUMBER)
+    scored = [(_match(wanted, wants_date, wants_number, line), line) for line in lines]
+    ranked = sorted((p for p in scored if p[0] > 0), key=lambda p: (-p[0], p[1].order))
+    out: list[ContextLine] = []
+    seen: set[str] = set()
+    for _, line in ranked:
+        key = " ".join(line.text.casefold().split()).lstrip("- ")
+        if key not in seen:
+            seen.add(key)
+            out.append(line)
+        if len(out) == limit:
+            break
+    return out
+
+
+def reply_text(system_instruction: str, messages: Sequence[ChatMessage]) -> str:
+    """REPLY_OPENING, then the context lines best matching the user's last message, one
+    per line as ``> <line> (<source>)``; or, when none matches, a line saying how much
+    memory this turn had and that none of it matches."""
+    query = next((m.content for m in reversed(messages) if m.role == "user"), "")
+    lines = context_lines(system_instruction, messages)
+    found = best_lines(query, lines)
+    if not found:
+        kinds = sorted({line.source.split(",")[0] for line in lines})
+        held = f" (it holds lines from: {', '.join(kinds)})" if kinds else " (it is empty)"
+        return f"{REPLY_OPENING}\nNothing in this turn's memory matches your message{held}."
+    quotes = []
+    for line in found:
+        text = line.text.lstrip("- ").strip()
+        text = text if len(text) <= MAX_QUOTE_CHARS else text[: MAX_QUOTE_CHARS - 1] + "…"
+        quotes.append(f"> {text} ({line.source})")
+    return "\n".join([REPLY_OPENING, "From memory:", *quotes])

@@ -1,0 +1,92 @@
+"""The offline adapter answers from memory (memoryapp/llm/offline_reply.py; issue 10 item 3)."""
+
+from __future__ import annotations
+
+from memoryapp.llm.offline import OfflineModel
+from memoryapp.llm.offline_reply import REPLY_OPENING, reply_text
+from memoryapp.llm.port import ChatMessage
+
+SUMMARY = "\n".join(
+    [
+        "Summary of earlier conversation (offline extractive summary):",
+        "- user: Our budget is $4,000 for the whole trip.",
+        "- user: We land in Lisbon on May 12 and leave on May 19.",
+        "- user: Marta likes old trams.",
+    ]
+)
+INSTRUCTION = "\n".join(
+    [
+        "<long_term_memory>",
+        "Recalled from this user's earlier conversations (dataset 'default').",
+        "<facts>",
+        '<fact id="3f2a9c1e-0000" date="2026-01-04" subject="Marta">Marta is allergic to'
+        " peanuts.</fact>",
+        "</facts>",
+        "</long_term_memory>",
+        "Be brief.",
+    ]
+)
+
+
+def test_it_quotes_the_context_lines_that_match_with_their_sources() -> None:
+    messages = [
+        ChatMessage(role="system", content=SUMMARY),
+        ChatMessage(role="assistant", content="Shall I look at hotels near the dates?"),
+        ChatMessage(role="user", content="remind me of our budget and dates"),
+    ]
+
+    text = reply_text(INSTRUCTION, messages)
+
+    assert text == "\n".join(
+        [
+            REPLY_OPENING,
+            "From memory:",
+            "> user: Our budget is $4,000 for the whole trip. (summary)",
+            "> user: We land in Lisbon on May 12 and leave on May 19. (summary)",
+            "> Shall I look at hotels near the dates? (recent assistant message)",
+        ]
+    )
+
+
+def test_it_quotes_a_recalled_fact_with_its_id_and_date() -> None:
+    messages = [ChatMessage(role="user", content="Is Marta allergic to anything?")]
+
+    assert reply_text(INSTRUCTION, messages) == "\n".join(
+        [
+            REPLY_OPENING,
+            "From memory:",
+            "> Marta is allergic to peanuts. (recalled fact 3f2a9c1e of 2026-01-04)",
+        ]
+    )
+
+
+def test_it_says_when_nothing_in_memory_matches() -> None:
+    messages = [
+        ChatMessage(role="system", content=SUMMARY),
+        ChatMessage(role="user", content="what is quantum chromodynamics?"),
+    ]
+
+    assert reply_text("", messages) == (
+        f"{REPLY_OPENING}\nNothing in this turn's memory matches your message"
+        " (it holds lines from: summary)."
+    )
+
+
+def test_it_streams_the_memory_answer() -> None:
+    messages = [
+        ChatMessage(role="system", content=SUMMARY),
+        ChatMessage(role="user", content="what was the budget?"),
+    ]
+
+    chunks = list(OfflineModel().reply(system_instruction="", messages=messages))
+
+    assert "".join(c.text for c in chunks) == "\n".join(
+        [
+            REPLY_OPENING,
+            "From memory:",
+            "> user: Our budget is $4,000 for the whole trip. (summary)",
+            # "budget" asks for a number: a line stating one matches it too.
+            "> user: We land in Lisbon on May 12 and leave on May 19. (summary)",
+        ]
+    )
+    assert chunks[-1].done is True
