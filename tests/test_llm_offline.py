@@ -290,7 +290,9 @@ def test_it_carries_a_question_and_its_answer_as_one_line() -> None:
     question = "Which of the " + "very " * 74 + "long options?"
     first = extractive_summary(
         previous_summary=None,
-        messages=messages_of([("assistant", question), ("user", "Option 3.")]),
+        messages=messages_of(
+            [("assistant", question), ("user", "Option 3."), ("assistant", "Great, thanks! " * 8)]
+        ),
         max_tokens=1024,
     )
 
@@ -365,7 +367,7 @@ def test_it_keeps_the_most_recent_lines_after_the_carried_ones_when_nothing_scor
 
     lines = summary_lines(text)
     assert count_tokens(text) <= 120
-    assert lines[-3:] == ["- user: lol", "- assistant: Great, thanks!", "- user: bye"]
+    assert lines[-4:-1] == ["- user: lol", "- assistant: Great, thanks!", "- user: bye"]
     assert all(line.startswith("- user: On May") for line in lines[1:-6])
     assert len(lines) > 1 + 6
     assert lines[-1] == "- Also mentioned: May 14, 14, May 15, 15, May 16, 16"

@@ -423,6 +423,33 @@ def _summary_candidates(
     return candidates
 
 
+def _fallback_lines(
+    chosen: list[_Candidate],
+    fresh_pool: list[_Candidate],
+    candidates: list[_Candidate],
+    costs: dict[int, int],
+    room: int,
+    header: bool,
+) -> int:
+    """Add to ``chosen``, when none of this run's lines is in it, this run's most recent
+    lines that fit in ``room`` tokens (never every trace of a run lost); when nothing at
+    all is chosen, the best line cut to fit. Returns the tokens the added lines cost."""
+    added = 0
+    if not any(not c.carried for c in chosen):
+        for cand in sorted(fresh_pool, key=lambda c: -c.order):
+            cost = costs[cand.order]
+            if added + cost <= room:
+                chosen.append(cand)
+                added += cost
+    if not chosen and candidates and room > 0:
+        best = min(candidates, key=lambda c: (-c.score, -c.order))
+        cut = _cut_to(best.text, room - 1 if header else room)
+        if cut:
+            chosen.append(_Candidate(best.order, cut, best.score, best.carried))
+            added += count_tokens(cut) + 1
+    return added
+
+
 def extractive_summary(
     *, previous_summary: str | None, messages: list[TranscriptMessage], max_tokens: int
 ) -> str:
@@ -488,22 +515,10 @@ def extractive_summary(
         return True
 
     _choose(kept, take)
-    if not any(not c.carried for c in chosen):
-        # Nothing of this run scored or fitted: its most recent lines rather than nothing.
-        for cand in sorted(fresh_pool, key=lambda c: -c.order):
-            cost = costs[cand.order]
-            if used + cost <= budget:
-                chosen.append(cand)
-                used += cost
-    if not chosen and candidates and budget > 0:
-        best = min(candidates, key=lambda c: (-c.score, -c.order))
-        cut = _cut_to(best.text, budget - 1 if header else budget)
-        if cut:
-            chosen.append(_Candidate(best.order, cut, best.score, best.carried))
+    used += _fallback_lines(chosen, fresh_pool, candidates, costs, budget - used, bool(header))
     chosen.sort(key=lambda c: c.order)
     kept_text = "\n".join(c.text for c in chosen)
-    # Room by the text itself (a line cut to fit is not in ``used``); the joined text
-    # never counts more than its parts plus one per newline.
+    # Room by the text itself: the joined text never counts more than its parts + newlines.
     room = max_tokens - count_tokens("\n".join([*header, kept_text])) - 1
     index, charged = _index_line(candidates, carried_terms, kept_text, room)
     # What the index does not need of its share goes to more lines, then the index is
