@@ -10,11 +10,12 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_http_methods
 
+from memoryapp import projects
 from memoryapp.models import ApiKey, Membership
 from playground import forms
 from playground.access import default_project, get_project_for_user, require_owner
@@ -66,18 +67,16 @@ def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
     membership = get_object_or_404(
         Membership.objects.select_related("user"), pk=membership_id, project=project
     )
-    last_owner = (
-        membership.role == Membership.Role.OWNER
-        and not Membership.objects.filter(project=project, role=Membership.Role.OWNER)
-        .exclude(pk=membership.pk)
-        .exists()
-    )
+    last_owner = projects.membership_is_last_owner(membership=membership)
     if request.method == "POST":
-        if last_owner:
+        try:
+            projects.membership_remove(project=project, membership_id=membership.pk)
+        except projects.LastOwner:
             messages.error(request, "A project keeps at least one owner.")
             return redirect(project_url("playground:members", project))
+        except Membership.DoesNotExist as exc:  # removed meanwhile by someone else
+            raise Http404("No such member") from exc
         name = membership.user.get_username()
-        membership.delete()
         messages.success(request, f"Removed {isolate(name)} from {isolate(project.name)}.")
         if membership.user_id == request.user.pk:
             return redirect("playground:home")
