@@ -18,11 +18,13 @@ with names ``message.appended``, ``thread.compacted``, ``compaction.failed``,
 ``job.changed``; ``dataset.changed`` goes to a dataset's group (``dataset_group``). Events that jobs send in the db worker travel through memoryapp.relay
 when the layer is process-local (no REDIS_URL).
 playground.consumers forwards each to the browser as ``{"event", "threadId", "data"}``.
+``access.recheck`` goes to a session's or a user's group (access_changed) instead.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import logging
 import uuid
@@ -120,30 +122,43 @@ def dataset_group(project_id: int, dataset: str) -> str:
     return f"dataset.{digest}"
 
 
+def session_group(session_key: str) -> str:
+    """The channel group of the live sockets opened with one login session."""
+    return f"session.{session_key}"
+
+
+def user_group(user_id: int) -> str:
+    """The channel group of every live socket of one user."""
+    return f"user.{user_id}"
+
+
+def _group_send(group: str, build: Callable[[], dict[str, Any]]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    if relay.relay_wanted(layer):
+        # Sent by a job in the db worker: this process's own layer reaches nobody, the
+        # servers' layers may, so the event goes to them through the database.
+        relay.relay_store(group, build())
+        return
+    if _nobody_listens(layer, group):
+        return  # no payload, no loop hand-off, no async_to_sync for nobody
+    payload = build()
+    if loop_sender.submit(group, payload):
+        return
+    try:
+        async_to_sync(layer.group_send)(group, payload)
+    except Exception:  # a live update is best-effort; the write already committed
+        logger.exception("broadcast of %s to %s failed", payload.get("event", payload["type"]), group)
+
+
 def _send_now(
     thread_id: uuid.UUID | str,
     event: str,
     build: Callable[[], dict[str, Any]],
     group: str | None = None,
 ) -> None:
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    group = group or thread_group(thread_id)
-    if relay.relay_wanted(layer):
-        # Sent by a job in the db worker: this process's own layer reaches nobody, the
-        # servers' layers may, so the event goes to them through the database.
-        relay.relay_store(group, _payload(thread_id, event, build))
-        return
-    if _nobody_listens(layer, group):
-        return  # no event dict, no loop hand-off, no async_to_sync for nobody
-    payload = _payload(thread_id, event, build)
-    if loop_sender.submit(group, payload):
-        return
-    try:
-        async_to_sync(layer.group_send)(group, payload)
-    except Exception:  # a live update is best-effort; the write already committed
-        logger.exception("broadcast of %s for thread %s failed", event, thread_id)
+    _group_send(group or thread_group(thread_id), lambda: _payload(thread_id, event, build))
 
 
 def broadcast(thread_id: uuid.UUID | str, event: str, build: Callable[[], dict[str, Any]]) -> None:
@@ -204,3 +219,22 @@ def dataset_changed(thread: Thread) -> None:
     sent to the dataset's group, which the dashboard's dataset page listens to."""
     group = dataset_group(thread.project_id, thread.dataset)
     transaction.on_commit(lambda: _send_now(thread.pk, "dataset.changed", dict, group=group))
+
+
+def _recheck_message() -> dict[str, Any]:
+    return {"type": "access.recheck"}
+
+
+def access_changed(*, session_key: str | None = None, user_id: int | None = None) -> None:
+    """Once the current transaction commits, make the live sockets of a login session (or
+    of every session of a user) re-check that they may still listen, and close if not.
+
+    Sent when a session ends (logout, flush, expiry clean-up) and when a user or one of
+    their memberships changes (password, removal, project deletion); see
+    playground.consumers for the re-check and docs/decisions.md for why.
+    """
+    groups = [session_group(session_key)] if session_key else []
+    if user_id is not None:
+        groups.append(user_group(user_id))
+    for group in groups:
+        transaction.on_commit(functools.partial(_group_send, group, _recheck_message))

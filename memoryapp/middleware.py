@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import resolve_url
 from django.urls import reverse
 
 from memoryapp.errors import error_json
@@ -56,3 +59,28 @@ class ApiJsonErrorsMiddleware:
             return None
         logger.exception("unhandled error on %s %s", request.method, request.path)
         return error_json(500, "Internal server error")
+
+
+class HtmxSignedOutMiddleware:
+    """Answers an htmx request that would be sent to the login page with 401 instead.
+
+    A page whose session ended (logout in another tab, expiry) still refreshes parts of
+    itself with htmx; the browser would follow ``login_required``'s redirect and htmx
+    would swap the login page into the message list and the stats panel. A 401 is not
+    swapped; its ``HX-Trigger: memory:signed-out`` lets the page say it is signed out
+    (static/js/app.js).
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if request.headers.get("HX-Request") != "true" or response.status_code != 302:
+            return response
+        login = resolve_url(settings.LOGIN_URL)
+        if urlsplit(response["Location"]).path != login:
+            return response
+        signed_out = HttpResponse("Signed out", status=401, content_type="text/plain")
+        signed_out["HX-Trigger"] = "memory:signed-out"
+        return signed_out

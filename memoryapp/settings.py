@@ -60,6 +60,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "memoryapp.middleware.HtmxSignedOutMiddleware",
     "memoryapp.middleware.ApiJsonErrorsMiddleware",
 ]
 

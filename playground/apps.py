@@ -10,3 +10,8 @@ class PlaygroundConfig(AppConfig):
 
     name = "playground"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from playground import signals
+
+        signals.connect()

@@ -1,4 +1,4 @@
-"""The live-update WebSocket of a thread (issue 4 item 3; DESIGN.md section 3).
+"""The live-update WebSocket of a thread (issue 4 item 3; issue 7 item 1).
 
 ws://host/ws/threads/<uuid>/?projectId=<pid>, authenticated by the dashboard's session
 (AuthMiddlewareStack in memoryapp.asgi). Only a logged-in member of the project, for a
@@ -7,22 +7,34 @@ code 4403, so the browser sees the code (a refusal before the handshake would re
 only as 1006) and knows not to retry.
 
 Once subscribed, the consumer forwards every event memoryapp.events sends to the
-thread's group as one JSON frame ``{"event", "threadId", "data"}``.
+thread's group as one JSON frame ``{"event", "threadId", "data"}``, for as long as its
+session is a member's. It also joins its session's and its user's groups: on
+``access.recheck`` (memoryapp.events.access_changed: logout or any end of the session, a
+password change, a membership removed, a project deleted) and when the session's expiry
+date passes, it checks its session and membership again and closes with 4401 (signed
+out) or 4403 (no longer a member) before anything else is sent.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from importlib import import_module
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
+from django.contrib import auth
+from django.http import HttpRequest
+from django.utils import timezone
 
 from memoryapp import events
 from memoryapp.models import Membership, Thread
 
 CLOSE_FORBIDDEN = 4403
+CLOSE_SIGNED_OUT = 4401
 
 
 def may_subscribe(user: Any, thread_id: uuid.UUID | str, project_id: str | None) -> bool:
@@ -41,40 +53,111 @@ def may_subscribe(user: Any, thread_id: uuid.UUID | str, project_id: str | None)
     ).exists()
 
 
-class ThreadConsumer(AsyncJsonWebsocketConsumer):
-    """Forwards a thread's live events to one browser page."""
+def session_access(
+    session_key: str | None, user_id: int, thread_id: str, project_id: str | None
+) -> tuple[int | None, float | None]:
+    """Whether session ``session_key`` may still listen to the thread, read fresh.
 
-    group: str | None = None
+    Returns ``(close_code, seconds_left)``: close_code is CLOSE_SIGNED_OUT when the
+    session is gone, expired, or no longer logs in user ``user_id`` (a password change
+    makes its hash stale, as Django's own request check does), CLOSE_FORBIDDEN when the
+    user is no longer a member of the thread's project, else None; seconds_left is the
+    time until the session expires (None when it is closed).
+    """
+    if not session_key:
+        return CLOSE_SIGNED_OUT, None
+    request = HttpRequest()
+    request.session = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
+    user = auth.get_user(request)  # anonymous for a missing, expired or stale session
+    if not user.is_authenticated or user.pk != user_id:
+        return CLOSE_SIGNED_OUT, None
+    if not may_subscribe(user, thread_id, project_id):
+        return CLOSE_FORBIDDEN, None
+    expiry = request.session.get_expiry_date()
+    return None, max(0.0, (expiry - timezone.now()).total_seconds())
+
+
+class ThreadConsumer(AsyncJsonWebsocketConsumer):
+    """Forwards a thread's live events to one browser page while its session may see them."""
+
+    groups_joined: list[str]
+    closed = False
+    expiry_timer: asyncio.TimerHandle | None = None
 
     async def connect(self) -> None:
-        thread_id: str = str(self.scope["url_route"]["kwargs"]["thread_id"])
+        self.groups_joined = []
+        self.thread_id: str = str(self.scope["url_route"]["kwargs"]["thread_id"])
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
-        project_id = (query.get("projectId") or [None])[0]
-        allowed = await database_sync_to_async(may_subscribe)(
-            self.scope.get("user"), thread_id, project_id
-        )
-        if not allowed:
+        self.project_id: str | None = (query.get("projectId") or [None])[0]
+        user = self.scope.get("user")
+        allowed = await database_sync_to_async(may_subscribe)(user, self.thread_id, self.project_id)
+        session_key = getattr(self.scope.get("session"), "session_key", None)
+        if not allowed or not session_key:
             await self.accept()
             await self.close(code=CLOSE_FORBIDDEN)
             return
+        self.user_id: int = user.pk
+        self.session_key: str = session_key
         # Join before accepting, so no event between the two is missed.
-        self.group = events.thread_group(uuid.UUID(thread_id))
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        for group in (
+            events.thread_group(uuid.UUID(self.thread_id)),
+            events.session_group(session_key),
+            events.user_group(self.user_id),
+        ):
+            await self.channel_layer.group_add(group, self.channel_name)
+            self.groups_joined.append(group)
         await self.accept()
+        # Access may have gone between the first check and joining the groups.
+        await self.access_recheck({})
 
     async def disconnect(self, code: int) -> None:
-        if self.group is not None:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
-            self.group = None
+        self.closed = True
+        if self.expiry_timer is not None:
+            self.expiry_timer.cancel()
+        for group in self.groups_joined:
+            await self.channel_layer.group_discard(group, self.channel_name)
+        self.groups_joined = []
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         """The socket is one-way: frames from the browser are ignored."""
 
     async def thread_event(self, message: dict[str, Any]) -> None:
         """A ``thread.event`` from memoryapp.events: forward it as one JSON frame."""
+        if self.closed:
+            return
         await self.send_json(
             {"event": message["event"], "threadId": message["threadId"], "data": message["data"]}
         )
+
+    async def access_recheck(self, message: dict[str, Any]) -> None:
+        """An ``access.recheck`` (or the session's expiry): close unless still allowed.
+
+        Messages are handled one at a time, so no event queued after the recheck is
+        forwarded before it has decided.
+        """
+        if self.closed:
+            return
+        code, seconds_left = await database_sync_to_async(session_access)(
+            self.session_key, self.user_id, self.thread_id, self.project_id
+        )
+        if code is not None:
+            self.closed = True
+            await self.close(code=code)
+            return
+        if self.expiry_timer is not None:
+            self.expiry_timer.cancel()
+        loop = asyncio.get_running_loop()
+        self.expiry_timer = loop.call_later(
+            (seconds_left or 0) + 1, self._on_expiry, loop
+        )
+
+    def _on_expiry(self, loop: asyncio.AbstractEventLoop) -> None:
+        # Through the channel layer, so it is handled in turn with the events.
+        self.expiry_timer = None
+        loop.create_task(
+            self.channel_layer.send(self.channel_name, {"type": "access.recheck"})
+        )
+
 
 
 def may_watch_dataset(user: Any, project_id: str | None, dataset: str | None) -> bool:

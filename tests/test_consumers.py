@@ -12,13 +12,14 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
+from django.contrib.sessions.backends.db import SessionStore
 from django.test import Client, override_settings
 
-from memoryapp import compaction, episodic, serializers, working
+from memoryapp import compaction, episodic, projects, serializers, working
 from memoryapp.asgi import application
 from memoryapp.chat import chat_turn
 from memoryapp.models import ApiKey, Membership, Message, Project, Thread
-from playground.consumers import CLOSE_FORBIDDEN
+from playground.consumers import CLOSE_FORBIDDEN, CLOSE_SIGNED_OUT
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -283,3 +284,132 @@ async def test_it_refuses_a_dataset_to_an_outsider_a_visitor_and_no_dataset() ->
     ):
         communicator, connected = await _connect_dataset(project_id, dataset, user)
         await _refused(communicator, connected)
+
+
+# --- a socket stops the moment its session may no longer see the thread (issue 7 item 1) ----
+
+
+async def _open_with_client(
+    thread: Thread, project: Project, user: User
+) -> tuple[WebsocketCommunicator, Client]:
+    """A subscribed socket and the logged-in test client whose session it uses."""
+    client = Client()
+    await sync_to_async(client.force_login)(user)
+    communicator = WebsocketCommunicator(
+        application,
+        f"/ws/threads/{thread.id}/?projectId={project.pk}",
+        headers=[
+            (b"origin", b"http://testserver"),
+            (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
+        ],
+    )
+    connected, _ = await communicator.connect(timeout=TIMEOUT)
+    assert connected is True
+    return communicator, client
+
+
+async def _closed_and_silent(communicator: WebsocketCommunicator, thread: Thread, code: int) -> None:
+    """The socket was closed with ``code`` before any frame, and an append after it (like
+    one made before the close was seen) reaches it no more."""
+    assert await communicator.receive_output(timeout=TIMEOUT) == {
+        "type": "websocket.close",
+        "code": code,
+    }
+    await sync_to_async(working.message_append)(thread=thread, role="user", content="secret")
+    assert await communicator.receive_nothing(timeout=0.5)
+
+
+def _logout_then_append(client: Client, thread: Thread) -> None:
+    assert client.post("/logout/").status_code == 302
+    working.message_append(thread=thread, role="user", content="after logout")
+
+
+def _flush_session(client: Client) -> None:
+    SessionStore(client.cookies["sessionid"].value).flush()
+
+
+def _expire_session_soon(client: Client) -> None:
+    session = SessionStore(client.cookies["sessionid"].value)
+    session.set_expiry(1)  # seconds
+    session.save()
+
+
+def _change_password(user: User) -> None:
+    user.set_password("a-new-password")
+    user.save()
+
+
+def _remove_membership(user: User, project: Project) -> None:
+    membership = Membership.objects.get(user=user, project=project)
+    owner = User.objects.create_user(username="owner")
+    Membership.objects.create(user=owner, project=project, role=Membership.Role.OWNER)
+    projects.membership_remove(project=project, membership_id=membership.pk)
+
+
+@pytest.mark.parametrize(
+    ("revoke", "code"),
+    [
+        ("logout", CLOSE_SIGNED_OUT),
+        ("flush", CLOSE_SIGNED_OUT),
+        ("password", CLOSE_SIGNED_OUT),
+        ("membership", CLOSE_FORBIDDEN),
+        ("project", CLOSE_FORBIDDEN),
+    ],
+)
+async def test_it_closes_a_socket_whose_session_loses_access(revoke: str, code: int) -> None:
+    project, thread, user, _ = await sync_to_async(_setup)()
+    communicator, client = await _open_with_client(thread, project, user)
+    try:
+        if revoke == "logout":
+            # The append right after the logout must not get through either.
+            await sync_to_async(_logout_then_append)(client, thread)
+        elif revoke == "flush":
+            await sync_to_async(_flush_session)(client)
+        elif revoke == "password":
+            await sync_to_async(_change_password)(user)
+        elif revoke == "membership":
+            await sync_to_async(_remove_membership)(user, project)
+        else:
+            other = await Project.objects.acreate(slug="other", name="Other")
+            thread = await sync_to_async(working.thread_create)(project=other, dataset="d")
+            await project.adelete()
+
+        await _closed_and_silent(communicator, thread, code)
+    finally:
+        await communicator.disconnect()
+
+
+async def test_it_closes_a_socket_when_its_session_expires() -> None:
+    project, thread, user, _ = await sync_to_async(_setup)()
+    client = Client()
+    await sync_to_async(client.force_login)(user)
+    await sync_to_async(_expire_session_soon)(client)
+    communicator = WebsocketCommunicator(
+        application,
+        f"/ws/threads/{thread.id}/?projectId={project.pk}",
+        headers=[
+            (b"origin", b"http://testserver"),
+            (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
+        ],
+    )
+    try:
+        connected, _ = await communicator.connect(timeout=TIMEOUT)
+        assert connected is True
+
+        await _closed_and_silent(communicator, thread, CLOSE_SIGNED_OUT)
+    finally:
+        await communicator.disconnect()
+
+
+async def test_it_keeps_a_socket_open_through_another_login_of_its_user() -> None:
+    project, thread, user, _ = await sync_to_async(_setup)()
+    communicator, _ = await _open_with_client(thread, project, user)
+    try:
+        other_tab = Client()
+        await sync_to_async(other_tab.force_login)(user)
+        await sync_to_async(working.message_append)(thread=thread, role="user", content="hi")
+
+        frame = await communicator.receive_json_from(timeout=TIMEOUT)
+        assert (frame["event"], frame["data"]["content"]) == ("message.appended", "hi")
+    finally:
+        await communicator.disconnect()

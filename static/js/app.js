@@ -3,7 +3,27 @@
   "use strict";
   document.documentElement.classList.add("js");
 
+  // A part of the page refreshed after the session ended gets 401 and
+  // "HX-Trigger: memory:signed-out" instead of the login page: say so once, with a link.
+  function showSignedOut() {
+    if (document.getElementById("signed-out")) return;
+    var note = document.createElement("p");
+    note.id = "signed-out";
+    note.className = "alert alert--warning";
+    note.setAttribute("role", "alert");
+    note.dataset.testid = "signed-out";
+    note.appendChild(document.createTextNode("You are signed out. "));
+    var link = document.createElement("a");
+    link.href = document.body.dataset.loginUrl + "?next=" +
+      encodeURIComponent(window.location.pathname + window.location.search);
+    link.textContent = "Log in again";
+    note.appendChild(link);
+    var main = document.getElementById("main");
+    if (main) main.insertBefore(note, main.firstChild);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    document.body.addEventListener("memory:signed-out", showSignedOut);
     // The project switcher submits itself when a project is picked.
     document.querySelectorAll("select[data-autosubmit]").forEach(function (select) {
       select.addEventListener("change", function () {

@@ -18,6 +18,8 @@
   var TURN_HOLD_MAX_MS = 30000;
   var MAX_BACKOFF_MS = 15000;
   var CODE_FORBIDDEN = 4403;
+  // The session ended (logout, expiry, password change): playground.consumers.
+  var CODE_SIGNED_OUT = 4401;
 
   function start() {
     var root = document.getElementById("live-root");
@@ -29,6 +31,7 @@
     var inFlight = false;
     var turnsStreaming = new Map(); // turnId -> when its first chat.delta came
     var ownTurns = new Set(); // turns this page sent: playground.js refreshes after them
+    var signedOut = false;
 
     function setStatus(state, text) {
       if (!statusEl) return;
@@ -143,6 +146,11 @@
         handle(frame);
       });
       socket.addEventListener("close", function (event) {
+        if (event.code === CODE_SIGNED_OUT || signedOut) {
+          setStatus("signed-out", "signed out");
+          document.body.dispatchEvent(new CustomEvent("memory:signed-out"));
+          return;
+        }
         if (event.code === CODE_FORBIDDEN) {
           setStatus("denied", "live updates not allowed");
           return;
@@ -153,6 +161,12 @@
         window.setTimeout(connect, delay);
       });
     }
+
+    // An htmx refresh answered "signed out" (memoryapp.middleware.HtmxSignedOutMiddleware).
+    document.body.addEventListener("memory:signed-out", function () {
+      signedOut = true;
+      setStatus("signed-out", "signed out");
+    });
 
     connect();
   }
