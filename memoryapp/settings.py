@@ -195,6 +195,8 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
+# Files served at the site root by whitenoise, as browsers expect them (/favicon.ico).
+WHITENOISE_ROOT = BASE_DIR / "public"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # Where collectstatic puts the files served with DEBUG=false (`./dev prod` runs it).
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
@@ -300,7 +302,7 @@ RATELIMIT_IP_META_KEY = "memoryapp.ratelimit.client_ip"
 RATELIMIT_FAIL_OPEN = True
 
 # No inline script or style anywhere (htmx's indicator styles are off in base.html); the
-# favicon is a data: URL; the live-update WebSocket is same-origin ('self').
+# favicon is /favicon.ico (WHITENOISE_ROOT); the live-update WebSocket is same-origin ('self').
 from csp.constants import NONE, SELF  # noqa: E402
 
 CONTENT_SECURITY_POLICY = {

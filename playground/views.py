@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -183,7 +184,9 @@ def thread_create(request: HttpRequest) -> HttpResponse:
 def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     """A thread: its messages (newest page, ``?before=`` for older), folding, stats, actions.
 
-    HTMX requests get the ``messages`` partial only (live refresh, "load older").
+    HTMX requests get the ``messages`` partial only (live refresh, "load older"). Paging
+    links push their URL into the history on this page (a reload keeps the page), not on
+    the playground, which shows the same list but is another page.
     """
     thread = get_thread_for_user(request, thread_id)
     try:
@@ -191,6 +194,9 @@ def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     except ValueError:
         return HttpResponseBadRequest("before must be a positive integer")
     context = thread_context(thread, before)
+    playground_path = reverse("playground:playground", args=[thread.pk])
+    current_url = getattr(request, "htmx", None) and request.htmx.current_url  # type: ignore[attr-defined]
+    context["push_url"] = urlsplit(current_url or "").path != playground_path
     if wants_partial(request):
         return partial(request, "playground/thread.html#messages", context)
     return page(request, "playground/thread.html", context, project=thread.project)

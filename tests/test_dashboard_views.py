@@ -992,3 +992,25 @@ def test_it_renders_its_own_404_page_for_a_logged_in_outsider(world: World) -> N
     assert response.status_code == 404
     body = " ".join(tree(response).full_text().split())
     assert "Not found" in body and "Acme" not in body
+
+
+def test_it_pushes_paging_urls_on_the_thread_page_and_not_on_the_playground(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(views, "MESSAGES_PAGE_SIZE", 5)
+    _fill(world.thread, 12)
+    client = world.client(world.member)
+    thread_path = url("playground:thread", world.project, world.thread.pk)
+    playground_path = url("playground:playground", world.project, world.thread.pk)
+
+    def link(response: Any) -> Any:
+        return tree(response).by_testid("load-older")[0].attrs
+
+    assert link(client.get(thread_path))["hx-push-url"] == "true"
+    assert "hx-push-url" not in link(client.get(playground_path))
+    from_thread = client.get(thread_path, headers={"HX-Request": "true", "HX-Current-URL": f"http://testserver{thread_path}"})
+    from_playground = client.get(
+        thread_path, headers={"HX-Request": "true", "HX-Current-URL": f"http://testserver{playground_path}"}
+    )
+    assert link(from_thread)["hx-push-url"] == "true"
+    assert "hx-push-url" not in link(from_playground)
