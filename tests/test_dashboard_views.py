@@ -997,7 +997,7 @@ def test_it_renders_its_own_404_page_for_a_logged_in_outsider(world: World) -> N
 def test_it_pushes_paging_urls_on_the_thread_page_and_not_on_the_playground(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(views, "MESSAGES_PAGE_SIZE", 5)
+    monkeypatch.setattr(selectors, "MESSAGES_PAGE_SIZE", 5)
     _fill(world.thread, 12)
     client = world.client(world.member)
     thread_path = url("playground:thread", world.project, world.thread.pk)

@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from memoryapp import working
 from memoryapp.models import Membership, Project
-from playground import views
+from playground import selectors
 from tests.e2e.test_browser import PASSWORD, Owner, log_in, thread_url
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
@@ -32,7 +32,7 @@ def test_it_keeps_an_older_page_in_the_url_so_a_reload_shows_it_again(
     owner: Owner, live_url: str, new_page: Any
 ) -> None:
     thread = working.thread_create(project=owner.project, dataset="user_e2e")
-    for i in range(1, views.MESSAGES_PAGE_SIZE + 6):
+    for i in range(1, selectors.MESSAGES_PAGE_SIZE + 6):
         working.message_append(thread=thread, role="user", content=f"message {i}")
     page = new_page()
     log_in(page, live_url)
