@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
@@ -68,7 +69,10 @@ def install_error_handlers(api: NinjaAPI, answers: Sequence[tuple[type[Exception
     large`` when content is over its limit), a body that is not JSON 400 with
     ``invalid_json``, a body over the upload limit 413, ninja's 403 (CSRF) and 405,
     ModelCallFailed 502 ``Model call failed`` with ``kind``, ``detail`` and the error's
-    ``details``, anything else 500 ``Internal server error`` (logged).
+    ``details``, the database connection lost (OperationalError, InterfaceError) 503
+    ``Database unavailable`` with ``Retry-After: 1`` (logged; the request's transaction
+    was rolled back, so a retry, with its Idempotency-Key, is safe), anything else 500
+    ``Internal server error`` (logged).
     """
 
     def respond(request: HttpRequest, status: int, error: str, *args: Any, **kw: Any) -> HttpResponse:
@@ -90,6 +94,12 @@ def install_error_handlers(api: NinjaAPI, answers: Sequence[tuple[type[Exception
         logger.exception("unhandled error on %s %s", request.method, request.path)
         return respond(request, 500, "Internal server error")
 
+    def database_lost(request: HttpRequest, exc: Exception) -> HttpResponse:
+        logger.exception("database error on %s %s", request.method, request.path)
+        response = respond(request, 503, "Database unavailable")
+        response["Retry-After"] = "1"
+        return response
+
     def model_failed(request: HttpRequest, exc: ModelCallFailed) -> HttpResponse:
         return respond(request, 502, "Model call failed", kind=exc.kind, detail=str(exc), **exc.details)
 
@@ -104,6 +114,8 @@ def install_error_handlers(api: NinjaAPI, answers: Sequence[tuple[type[Exception
         (HttpError, http_error),
         (RequestDataTooBig, too_large),
         (Exception, unhandled),
+        (OperationalError, database_lost),
+        (InterfaceError, database_lost),
         (ModelCallFailed, model_failed),
         *((exception, _fixed_answer(respond, status, error)) for exception, status, error in answers),
     ]
