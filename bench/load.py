@@ -67,7 +67,7 @@ def main() -> int:
         raise SystemExit("no Redis answers on 127.0.0.1:6379 (needed with --database postgres)")
     servers = args.servers if args.database == "postgres" else 1
     with throwaway_database(args.database) as label, tempfile.TemporaryDirectory() as logs:
-        env = cluster_env(os.environ.get("DATABASE_URL", ""), redis_url or "", debug=False)
+        env = cluster_env(os.environ.get("DATABASE_URL", ""), redis_url or "", debug=True)
         if args.database == "sqlite":
             env.pop("DATABASE_URL")
         cluster = Cluster(env, Path(logs), servers=servers, workers=args.workers)
