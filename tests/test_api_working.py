@@ -1080,6 +1080,23 @@ def test_it_answers_json_for_unknown_paths_and_wrong_methods(api: Api, thread_id
     assert "GET" in wrong["Allow"]
 
 
+@pytest.mark.parametrize("method", ["get", "post", "put", "patch", "delete"])
+@pytest.mark.parametrize("path", ["/v1", "/v1/"])
+def test_it_answers_json_404_at_the_api_root_for_every_method(
+    api: Api, settings: Any, method: str, path: str
+) -> None:
+    # /v1 was a 500 for unsafe methods with DEBUG on (APPEND_SLASH cannot redirect a
+    # POST) and /v1/ an HTML 403 (ninja's root view is not CSRF-exempt).
+    settings.DEBUG = True
+    client = Client(enforce_csrf_checks=True)
+    api.client.raise_request_exception = False
+    client.raise_request_exception = False
+
+    resp = getattr(client, method)(path, HTTP_AUTHORIZATION=f"Bearer {api.key}")
+
+    assert (resp.status_code, resp.json()) == (404, {"error": "Not found"})
+
+
 def test_it_answers_json_500_without_a_traceback(
     api: Api, thread_id: str, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
