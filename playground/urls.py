@@ -41,6 +41,7 @@ urlpatterns = [
     path("dashboard/threads/<uuid:thread_id>/", views.thread_detail, name="thread"),
     path("dashboard/threads/<uuid:thread_id>/stats/", views.thread_stats, name="thread-stats"),
     path("dashboard/threads/<uuid:thread_id>/compact/", views.thread_compact, name="thread-compact"),
+    path("dashboard/threads/<uuid:thread_id>/end/", views.thread_end, name="thread-end"),
     path("dashboard/threads/<uuid:thread_id>/playground/", chat_views.playground, name="playground"),
     path("dashboard/threads/<uuid:thread_id>/turns/", xray_views.thread_turns, name="thread-turns"),
     path("dashboard/threads/<uuid:thread_id>/jobs/", job_views.thread_jobs, name="thread-jobs"),

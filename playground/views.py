@@ -21,7 +21,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from memoryapp import jobs, serializers, tasks, working
+from memoryapp import episodic, jobs, serializers, tasks, working
 from memoryapp.errors import InvalidInput
 from memoryapp.models import Project, Thread
 from playground import forms, selectors
@@ -210,6 +210,25 @@ def thread_stats(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     thread = get_thread_for_user(request, thread_id)
     context = {"project": thread.project, "thread": thread, **stats_context(thread)}
     return partial(request, "playground/thread.html#stats", context)
+
+
+@require_POST
+@login_required
+def thread_end(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
+    """"End thread": what ``POST /v1/.../threads/{id}/end`` does (issue 8 item 1), queue
+    one episode job for the raw messages since the last end(); the jobs panel shows it.
+    Nothing new since then: a note, no job."""
+    thread = get_thread_for_user(request, thread_id)
+    result = episodic.thread_end(project=thread.project, thread_id=thread.pk)
+    if result is None:
+        messages.info(request, "Nothing new to extract since the thread was last ended.")
+    else:
+        messages.info(
+            request,
+            f"Thread ended: messages #{result.from_sequence}-#{result.to_sequence} become an "
+            "episode, facts and entities in the background.",
+        )
+    return redirect(project_url("playground:thread", thread.project, thread.pk))
 
 
 @require_POST

@@ -668,11 +668,39 @@ def test_it_shows_the_last_compaction_error(world: World) -> None:
     assert "Model call failed: timeout" in page.by_testid("compaction-error")[0].full_text()
 
 
-def test_it_shows_end_as_disabled_until_episodes_exist(world: World) -> None:
-    page = tree(world.client(world.member).get(url("playground:thread", world.project, world.thread.pk)))
-    end = page.by_testid("end-thread")[0]
-    assert "disabled" in end.attrs
-    assert "Episodes are not built yet" in page.all(lambda n: n.attrs.get("id") == "end-note")[0].full_text()
+def test_it_ends_a_thread_from_its_page_as_a_background_job(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    # The button used to be disabled with "Episodes are not built yet" although end()
+    # works through the API.
+    _fill(world.thread, 2)
+    client = world.client(world.member)
+    page = tree(client.get(url("playground:thread", world.project, world.thread.pk)))
+    assert "disabled" not in page.by_testid("end-thread")[0].attrs
+    end = url("playground:thread-end", world.project, world.thread.pk)
+
+    with django_capture_on_commit_callbacks(execute=True):  # the job runs on commit
+        response = client.post(end, follow=True)
+
+    assert response.redirect_chain == [(url("playground:thread", world.project, world.thread.pk), 302)]
+    flash = " ".join(tree(response).by_testid("flash")[0].full_text().split())
+    assert flash == "Thread ended: messages #1-#2 become an episode, facts and entities in the background."
+    job = Job.objects.get(thread=world.thread)
+    assert (job.kind, job.status, job.args) == ("episode", "succeeded", {"fromSequence": 1, "toSequence": 2})
+
+    again = client.post(end, follow=True)
+    flash = " ".join(tree(again).by_testid("flash")[0].full_text().split())
+    assert flash == "Nothing new to extract since the thread was last ended."
+    assert Job.objects.filter(thread=world.thread).count() == 1
+
+
+def test_it_ends_only_threads_of_the_users_projects(world: World) -> None:
+    other = world.client(make_user("stranger"))
+    end = url("playground:thread-end", world.project, world.thread.pk)
+
+    assert other.post(end).status_code == 404
+    assert world.client(world.member).get(end).status_code == 405
+    assert Job.objects.filter(thread=world.thread).count() == 0
 
 
 def test_it_compacts_from_the_thread_page_as_a_background_job(
