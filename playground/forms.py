@@ -7,7 +7,7 @@ from typing import Any
 from django import forms
 from django.contrib.auth.models import User
 
-from memoryapp.models import Membership, Project
+from memoryapp.models import Agent, Membership, Project
 from memoryapp.validation import (
     DATASET_MAX_LENGTH,
     TAG_MAX_LENGTH,
@@ -46,7 +46,8 @@ class ThreadFilterForm(forms.Form):
 
 
 class ThreadCreateForm(_NoColon, forms.Form):
-    """A new thread: dataset (required), comma-separated tags, optional autoCompactThreshold."""
+    """A new thread: dataset (required), comma-separated tags, optional autoCompactThreshold,
+    optional agent (by name, one of ``project``'s; spec 004)."""
 
     dataset = forms.CharField(
         max_length=DATASET_MAX_LENGTH,
@@ -64,6 +65,19 @@ class ThreadCreateForm(_NoColon, forms.Form):
         max_value=THRESHOLD_MAX,
         help_text="Fold older messages once this many are un-compacted. Empty: never.",
     )
+    agent = forms.ModelChoiceField(
+        queryset=Agent.objects.none(),
+        required=False,
+        to_field_name="name",
+        empty_label="None",
+        help_text="Its system prompt, memory tools and compaction budget (the Agents page).",
+    )
+
+    def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        agent = self.fields["agent"]
+        assert isinstance(agent, forms.ModelChoiceField)
+        agent.queryset = Agent.objects.filter(project=project).order_by("name")
 
     def clean_tags(self) -> list[str]:
         raw: str = self.cleaned_data.get("tags", "")

@@ -113,7 +113,7 @@ def thread_list(request: HttpRequest) -> HttpResponse:
     filters = forms.ThreadFilterForm(request.GET)
     if not filters.is_valid():
         return HttpResponseBadRequest("Invalid filter")
-    return _threads_response(request, project, filters, forms.ThreadCreateForm())
+    return _threads_response(request, project, filters, forms.ThreadCreateForm(project=project))
 
 
 def _threads_response(
@@ -163,7 +163,7 @@ def _threads_response(
 def thread_create(request: HttpRequest) -> HttpResponse:
     """Create a thread from the form and open it; an invalid form re-renders the list (400)."""
     project = get_project_for_user(request)
-    form = forms.ThreadCreateForm(request.POST)
+    form = forms.ThreadCreateForm(request.POST, project=project)
     if not form.is_valid():
         filters = forms.ThreadFilterForm({})
         filters.is_valid()
@@ -173,6 +173,7 @@ def thread_create(request: HttpRequest) -> HttpResponse:
         dataset=form.cleaned_data["dataset"],
         tags=form.cleaned_data["tags"],
         auto_compact_threshold=form.cleaned_data["auto_compact_threshold"],
+        agent=form.cleaned_data["agent"],
     )
     messages.success(request, "Thread created.")
     return redirect(project_url("playground:thread", project, thread.pk))

@@ -20,7 +20,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from memoryapp import compaction, llm, working
+from memoryapp import agents, compaction, llm, working
 from memoryapp.llm.port import ModelTimeout
 from memoryapp.models import ApiKey, Job, Membership, Message, Project, Thread
 from playground import project_views, selectors, views
@@ -411,6 +411,25 @@ def test_it_creates_a_thread_from_the_form(world: World) -> None:
         ["a", "b", "c"],
         30,
     )
+
+
+def test_it_creates_a_thread_of_an_agent_from_the_form(world: World) -> None:
+    # The Agents page sends newcomers to "the Threads page" to make an agent's thread,
+    # whose form had no agent field.
+    agent, _ = agents.agent_define(project=world.project, name="dm", memory={})
+    agents.agent_define(project=world.other_project, name="theirs")
+    client = world.client(world.member)
+    page = client.get(url("playground:threads", world.project)).content.decode()
+    assert '<option value="dm">dm</option>' in page and "theirs" not in page
+
+    response = client.post(url("playground:thread-create", world.project), {"dataset": "u", "agent": "dm"})
+    refused = client.post(url("playground:thread-create", world.project), {"dataset": "u", "agent": "theirs"})
+
+    thread = Thread.objects.exclude(pk=world.thread.pk).get()
+    assert response["Location"] == url("playground:thread", world.project, thread.pk)
+    assert (thread.dataset, thread.agent_id) == ("u", agent.pk)
+    assert refused.status_code == 400
+    assert "Select a valid choice." in refused.content.decode()
 
 
 def test_it_refuses_an_invalid_thread_form(world: World) -> None:
