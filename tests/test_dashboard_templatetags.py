@@ -54,6 +54,13 @@ def test_it_sums_up_a_job_result_in_one_line() -> None:
     assert job_outcome({"nested": {"a": 1}}) == "Done."
 
 
+def test_it_writes_a_job_results_booleans_as_yes_and_no() -> None:
+    # An episode job's panel read "created True" (Python's repr) on the thread page.
+    assert job_outcome({"episodeId": "e", "created": True, "factsCreated": 2, "merged": False}) == (
+        "created yes · factsCreated 2 · merged no"
+    )
+
+
 # --- markdown (issue 10 item 4) -----------------------------------------------------------------
 
 

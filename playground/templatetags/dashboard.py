@@ -67,16 +67,21 @@ def isolate(value: object) -> str:
     return f"{FSI}{value}{PDI}"
 
 
+def _yes_no(value: bool) -> str:
+    return "yes" if value else "no"
+
+
 @register.filter
 def job_outcome(result: object) -> str:
     """A background job's result in one line: its ``message`` when it has one, else its
-    scalar fields but ids as ``name value`` pairs by name (``compactedCount 3 · fromSequence 1``)."""
+    scalar fields but ids as ``name value`` pairs by name (``compactedCount 3 · fromSequence 1``),
+    booleans as yes / no."""
     if not isinstance(result, dict) or not result:
         return "Done."
     if isinstance(result.get("message"), str):
         return str(result["message"])
     pairs = [  # by name: PostgreSQL's jsonb does not keep the order keys were written in
-        f"{k} {v}"
+        f"{k} {_yes_no(v) if isinstance(v, bool) else v}"
         for k, v in sorted(result.items())
         if isinstance(v, int | float | str) and not k.endswith("Id")
     ]
