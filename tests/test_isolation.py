@@ -50,8 +50,8 @@ from playground.routing import websocket_urlpatterns
 
 SHARED_DATASET = "shared_ds"  # both projects use it: a dataset name is no boundary
 PROBE_WORD = "vicsecret"  # every generated string; the victim's content contains it
-# Routes anyone may call: the API's documentation and ninja's empty root, logging in and out.
-PUBLIC_ROUTES = {"v1/", "v1/docs", "v1/openapi.json", "login/", "logout/"}
+# Routes anyone may call: the API's documentation and the empty API root (/v1, /v1/), logging in and out.
+PUBLIC_ROUTES = {"v1", "v1/", "v1/docs", "v1/openapi.json", "login/", "logout/"}
 # Dashboard routes that take no ``?projectId=``: they answer about the user's own projects.
 PROJECTLESS_ROUTES = {"playground:home"}
 # Routes whose path names an object by a per-project name, where the caller's own project
