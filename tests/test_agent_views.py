@@ -122,3 +122,22 @@ def test_it_shows_notes_gauges_and_versions_with_diff_and_author(world: World) -
     assert "+- user: The player now wants the crown." in versions[0].by_testid("version-diff")[0].full_text()
     partial = client.get(url("playground:memories", world.project, thread.pk), headers={"HX-Request": "true"})
     assert partial.content.decode().lstrip().startswith('<section id="memory-store"')
+
+
+@pytest.mark.parametrize("memory", [None, "no-agent"])
+def test_it_says_memory_is_off_instead_of_an_empty_budget(world: World, memory: str | None) -> None:
+    # The page read "0 of — tokens (maxOpenTokens, 0.0%)" for an agent without memory.
+    if memory is None:
+        agent, _ = agents.agent_define(project=world.project, name="plain", memory=None)
+        thread = working.thread_create(project=world.project, dataset="d", agent=agent)
+    else:
+        thread = world.thread
+    page = tree(world.client(world.member).get(url("playground:memories", world.project, thread.pk)))
+
+    assert page.by_testid("open-gauge") == []
+    off = " ".join(page.by_testid("memory-off")[0].full_text().split())
+    assert off == (
+        "Memory is off for this thread: its agent has no memory tools, so it keeps no notes."
+        if memory is None
+        else "Memory is off for this thread: it has no agent, so it keeps no notes."
+    )
