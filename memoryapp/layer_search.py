@@ -1,8 +1,8 @@
 """Fact and episode search for recall, read in raw SQL (memoryapp.recall).
 
 The same matching and ranking as memoryapp.semantic.fact_search and
-memoryapp.episodic.episode_search (SQLite FTS5 ``bm25()`` over the tables of migration
-0007; PostgreSQL ``ts_rank_cd`` over the expressions its GIN indexes are built on), but
+memoryapp.episodic.episode_search (SQLite FTS5 ``bm25()`` over the tables of migrations
+0007/0011; PostgreSQL ``ts_rank_cd`` over the stored ``search_vector`` of 0012), but
 each layer is one query that returns the resource's columns, serialised here in the shape
 of memoryapp.serializers (``fact_to_dict``, ``episode_to_dict``, ``entity_to_dict``).
 Building model instances, a select_related and a prefetch per call cost recall ~35 ms a
@@ -25,11 +25,10 @@ from memoryapp.timefmt import iso_ms
 
 FACT_FTS = "memoryapp_fact_fts"
 EPISODE_FTS = "memoryapp_episode_fts"
-# The expressions of migration 0007's GIN indexes, so PostgreSQL's planner can use them.
-PG_FACT_VECTOR = "to_tsvector('english'::regconfig, COALESCE(f.text, ''))"
-PG_EPISODE_VECTOR = (
-    "to_tsvector('english'::regconfig, COALESCE(e.title, '') || ' ' || COALESCE(e.summary, ''))"
-)
+# The stored, GIN-indexed vectors of migration 0012: ranking reads them instead of
+# recomputing to_tsvector for every matching row.
+PG_FACT_VECTOR = "f.search_vector"
+PG_EPISODE_VECTOR = "e.search_vector"
 
 
 def _fetch(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:

@@ -219,15 +219,18 @@ def test_it_keeps_the_search_index_wired_after_all_migrations(db: None) -> None:
                 )
                 assert "tokenize='porter unicode61 remove_diacritics 2'" in cursor.fetchone()[0]
         else:
-            cursor.execute(
-                "SELECT indexdef FROM pg_indexes WHERE indexname = 'message_search_vector_gin'"
-            )
-            assert "gin (search_vector)" in cursor.fetchone()[0]
-            cursor.execute(
-                "SELECT generation_expression FROM information_schema.columns "
-                "WHERE table_name = 'memoryapp_message' AND column_name = 'search_vector'"
-            )
-            assert "to_tsvector('english'::regconfig" in cursor.fetchone()[0]
+            for table in ("message", "fact", "episode"):
+                cursor.execute(
+                    "SELECT indexdef FROM pg_indexes WHERE indexname = %s",
+                    [f"{table}_search_vector_gin"],
+                )
+                assert "gin (search_vector)" in cursor.fetchone()[0]
+                cursor.execute(
+                    "SELECT generation_expression FROM information_schema.columns "
+                    "WHERE table_name = %s AND column_name = 'search_vector'",
+                    [f"memoryapp_{table}"],
+                )
+                assert "to_tsvector('english'::regconfig" in cursor.fetchone()[0]
 
 
 def test_it_reindexes_on_rebuild(project: Project, corpus: dict[str, Any]) -> None:
