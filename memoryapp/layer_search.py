@@ -2,7 +2,7 @@
 
 The same matching and ranking as memoryapp.semantic.fact_search and
 memoryapp.episodic.episode_search (SQLite FTS5 ``bm25()`` over the tables of migrations
-0007/0011; PostgreSQL ``ts_rank_cd`` over the stored ``search_vector`` of 0012), but
+0007/0011; PostgreSQL ``ts_rank_cd`` over the stored ``search_vector`` of 0013), but
 each layer is one query that returns the resource's columns, serialised here in the shape
 of memoryapp.serializers (``fact_to_dict``, ``episode_to_dict``, ``entity_to_dict``).
 Building model instances, a select_related and a prefetch per call cost recall ~35 ms a
@@ -25,7 +25,7 @@ from memoryapp.timefmt import iso_ms
 
 FACT_FTS = "memoryapp_fact_fts"
 EPISODE_FTS = "memoryapp_episode_fts"
-# The stored, GIN-indexed vectors of migration 0012: ranking reads them instead of
+# The stored, GIN-indexed vectors of migration 0013: ranking reads them instead of
 # recomputing to_tsvector for every matching row.
 PG_FACT_VECTOR = "f.search_vector"
 PG_EPISODE_VECTOR = "e.search_vector"

@@ -55,7 +55,7 @@ def backwards(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memoryapp", "0011_fact_episode_search_stemmed"),
+        ("memoryapp", "0012_fact_review"),
     ]
 
     operations = [migrations.RunPython(forwards, backwards, elidable=False)]
