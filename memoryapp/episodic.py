@@ -26,15 +26,16 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Max, Min, Q, QuerySet
+from django.db.models import F, Max, Min, QuerySet
 from django.utils import timezone
 
 from memoryapp import events, jobs, llm, semantic
 from memoryapp.errors import EpisodeNotFound, ThreadNotFound
 from memoryapp.llm.port import EpisodeExtraction, ModelError, TranscriptMessage
 from memoryapp.models import Episode, Message, Project, Thread
-from memoryapp.paging import cursor_decode, cursor_encode, cursor_time, cursor_uuid
+from memoryapp.paging import keyset_page
 from memoryapp.results import EndResult, EpisodeBuilt
+from memoryapp.working import thread_pk
 
 EPISODE_FTS = "memoryapp_episode_fts"
 #: The job kind end() queues (registered in memoryapp.tasks).
@@ -59,7 +60,7 @@ def thread_end(*, project: Project, thread_id: str | uuid.UUID) -> EndResult | N
 
     Raises ThreadNotFound for a malformed id, a missing thread or another project's.
     """
-    pk = _thread_pk(thread_id)
+    pk = thread_pk(thread_id)
     with transaction.atomic():
         thread = Thread.objects.select_for_update().filter(pk=pk, project=project).first()
         if thread is None:
@@ -119,14 +120,6 @@ def threads_end_idle(*, now: datetime | None = None) -> list[EndResult]:
                 ended.append(result)
     return ended
 
-
-def _thread_pk(thread_id: str | uuid.UUID) -> uuid.UUID:
-    if isinstance(thread_id, uuid.UUID):
-        return thread_id
-    try:
-        return uuid.UUID(str(thread_id))
-    except ValueError as exc:
-        raise ThreadNotFound() from exc
 
 
 # --- the job ------------------------------------------------------------------------------
@@ -197,7 +190,7 @@ def episode_build(
     call. Raises EpisodeJobFailed (model call failed or unusable answer: nothing written)
     and ThreadNotFound (the thread was deleted).
     """
-    pk = _thread_pk(thread_id)
+    pk = thread_pk(thread_id)
     existing = Episode.objects.filter(thread_id=pk, from_sequence=from_sequence).first()
     if existing is not None:
         return EpisodeBuilt(episode=existing, created=False)
@@ -290,16 +283,7 @@ def episode_list(
         if not Thread.objects.filter(pk=thread_id, project=project).exists():
             raise ThreadNotFound()
         qs = qs.filter(thread_id=thread_id)
-    if cursor:
-        moment, last_id = cursor_decode(cursor, size=2)
-        when, pk = cursor_time(moment), cursor_uuid(last_id)
-        qs = qs.filter(Q(created__lt=when) | Q(created=when, id__lt=pk))
-    rows = list(qs.order_by("-created", "-id")[: limit + 1])
-    next_cursor = None
-    if len(rows) > limit:
-        last = rows[limit - 1]
-        next_cursor = cursor_encode([last.created.isoformat(), str(last.id)])
-    return rows[:limit], next_cursor
+    return keyset_page(qs, time_field="created", cursor=cursor, limit=limit)
 
 
 def episode_get(*, project: Project, episode_id: str | uuid.UUID) -> Episode:

@@ -12,8 +12,13 @@ import binascii
 import json
 import uuid
 from datetime import UTC, datetime
+from typing import TypeVar
+
+from django.db.models import Model, Q, QuerySet
 
 from memoryapp.errors import InvalidInput
+
+M = TypeVar("M", bound=Model)
 
 
 def cursor_encode(values: list[str]) -> str:
@@ -60,3 +65,20 @@ def cursor_uuid(value: str) -> uuid.UUID:
         return uuid.UUID(value)
     except ValueError as exc:
         raise _malformed() from exc
+
+
+def keyset_page(
+    qs: QuerySet[M], *, time_field: str, cursor: str | None, limit: int
+) -> tuple[list[M], str | None]:
+    """One page of ``qs`` newest first by ``time_field`` then id, and the cursor of the next
+    page (None on the last). Raises InvalidInput (path ``cursor``) for a malformed cursor."""
+    if cursor:
+        moment, last_id = cursor_decode(cursor, size=2)
+        when, pk = cursor_time(moment), cursor_uuid(last_id)
+        qs = qs.filter(Q(**{f"{time_field}__lt": when}) | Q(**{time_field: when, "id__lt": pk}))
+    rows = list(qs.order_by(f"-{time_field}", "-id")[: limit + 1])
+    next_cursor = None
+    if len(rows) > limit:
+        last = rows[limit - 1]
+        next_cursor = cursor_encode([getattr(last, time_field).isoformat(), str(last.pk)])
+    return rows[:limit], next_cursor

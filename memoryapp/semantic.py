@@ -32,7 +32,7 @@ from django.utils import timezone
 from memoryapp.errors import FactNotFound
 from memoryapp.llm.port import ExtractedEntity, ExtractedFact
 from memoryapp.models import Entity, Episode, Fact, Message, Project
-from memoryapp.paging import cursor_decode, cursor_encode, cursor_time, cursor_uuid
+from memoryapp.paging import cursor_decode, cursor_encode, cursor_uuid, keyset_page
 
 FACT_FTS = "memoryapp_fact_fts"
 PG_SEARCH_CONFIG = "english"
@@ -363,16 +363,7 @@ def fact_list(
     if entity is not None:
         key = entity_key(entity)
         qs = qs.filter(Q(subject__key=key) | Q(entities__key=key)).distinct()
-    if cursor:
-        moment, last_id = cursor_decode(cursor, size=2)
-        when, pk = cursor_time(moment), cursor_uuid(last_id)
-        qs = qs.filter(Q(valid_from__lt=when) | Q(valid_from=when, id__lt=pk))
-    rows = list(qs.order_by("-valid_from", "-id")[: limit + 1])
-    next_cursor = None
-    if len(rows) > limit:
-        last = rows[limit - 1]
-        next_cursor = cursor_encode([last.valid_from.isoformat(), str(last.id)])
-    return rows[:limit], next_cursor
+    return keyset_page(qs, time_field="valid_from", cursor=cursor, limit=limit)
 
 
 def fact_get(*, project: Project, fact_id: str | uuid.UUID) -> Fact:

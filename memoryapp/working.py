@@ -88,7 +88,7 @@ def thread_create(
     return thread
 
 
-def _thread_pk(thread_id: str | uuid.UUID) -> uuid.UUID:
+def thread_pk(thread_id: str | uuid.UUID) -> uuid.UUID:
     """The thread id as a UUID; ThreadNotFound (not a 400) when it is malformed."""
     if isinstance(thread_id, uuid.UUID):
         return thread_id
@@ -104,7 +104,7 @@ def thread_get(*, project: Project, thread_id: str | uuid.UUID, with_summary: bo
     Raises ThreadNotFound for a malformed id, a missing thread, or another project's
     thread alike, so the answer never reveals that a thread exists elsewhere.
     """
-    pk = _thread_pk(thread_id)
+    pk = thread_pk(thread_id)
     qs = Thread.objects.select_related("agent")
     if with_summary:
         qs = qs.select_related("active_summary")
@@ -280,7 +280,7 @@ def message_append(
     it is not in ``project``; IdempotencyConflict when ``idempotency_key`` was used on this
     thread for a different role or content.
     """
-    pk = thread.pk if isinstance(thread, Thread) else _thread_pk(thread)
+    pk = thread.pk if isinstance(thread, Thread) else thread_pk(thread)
     now = timezone.now()
     message = Message(
         thread_id=pk,
@@ -408,7 +408,7 @@ def prepare(
     messages carry their memory tool call or result, and a result at the head of the
     window whose call was cut off is left out with it.
     """
-    pk = thread.pk if isinstance(thread, Thread) else _thread_pk(thread)
+    pk = thread.pk if isinstance(thread, Thread) else thread_pk(thread)
     project_id = project.pk if project is not None else None
     head, tail = _window_read(pk, project_id, message_limit)
     tail.reverse()
