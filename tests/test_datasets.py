@@ -260,3 +260,64 @@ def test_it_downloads_the_export_from_the_dashboard(client: Client, project: Pro
     page = client.get("/dashboard/memory/dataset/", {"projectId": str(project.pk), "dataset": "bob"})
     assert b'href="/dashboard/datasets/bob/export/?projectId=' in page.content
 
+
+
+# Legal dataset names that a URL path would otherwise cut or change: a slash (raw or
+# %2F), the suffix the export route ends with, query and fragment marks, a percent sign,
+# spaces and non-ASCII text.
+AWKWARD = ("acme/user 42", "x/export", "x/export/export", "q?a#b%25c", "λ/ü/", "/lead")
+
+
+def _seed_awkward(project: Project) -> dict[str, Thread]:
+    threads = {}
+    for name in ("x", *AWKWARD):
+        threads[name] = working.thread_create(project=project, dataset=name)
+        working.message_append(thread=threads[name], role="user", content=f"hello from {name}")
+    return threads
+
+
+def test_it_exports_and_deletes_every_legal_dataset_name_percent_encoded(
+    project: Project, api: Api
+) -> None:
+    from urllib.parse import quote
+
+    threads = _seed_awkward(project)
+    for name in AWKWARD:
+        resp = api.get(f"{URL}/{quote(name, safe='')}/export")
+        assert resp.status_code == 200, (name, resp.status_code)
+        body = _streamed(resp)
+        assert (body["dataset"], [t["threadId"] for t in body["threads"]]) == (
+            name,
+            [str(threads[name].pk)],
+        )
+    for name in AWKWARD:
+        resp = api.delete(f"{URL}/{quote(name, safe='')}")
+        assert (resp.status_code, resp.json()["threadsDeleted"]) == (200, 1), name
+        assert not Thread.objects.filter(dataset=name).exists()
+    assert list(Thread.objects.filter(project=project).values_list("dataset", flat=True)) == ["x"]
+
+
+def test_it_takes_a_raw_slash_in_a_dataset_name_as_part_of_the_name(project: Project, api: Api) -> None:
+    threads = _seed_awkward(project)
+    # GET .../{dataset}/export: everything before the last /export is the name.
+    for name in ("acme/user 42", "x/export", "x"):
+        body = _streamed(api.get(f"{URL}/{name}/export"))
+        assert [t["threadId"] for t in body["threads"]] == [str(threads[name].pk)]
+    # DELETE of "x/export" (which the export route matches first) deletes that dataset only.
+    resp = api.delete(f"{URL}/x/export")
+    assert (resp.status_code, resp.json()["threadsDeleted"]) == (200, 1)
+    assert sorted(Thread.objects.filter(dataset__startswith="x").values_list("dataset", flat=True)) == [
+        "x",
+        "x/export/export",
+    ]
+    assert api.delete(f"{URL}/x/export").json() == {"error": "Dataset not found"}
+    assert api.delete(f"{URL}/x/export/export").status_code == 200
+    assert api.delete(f"{URL}/x").status_code == 200
+    assert not Thread.objects.filter(dataset__startswith="x").exists()
+
+
+def test_it_validates_a_dataset_name_ending_in_export_as_the_whole_name(api: Api) -> None:
+    long = api.delete(f"{URL}/{'x' * 194}/export")  # 201 characters with "/export"
+    assert (long.status_code, long.json()["issues"][0]["path"]) == (400, ["dataset"])
+    assert api.delete(f"{URL}/{'x' * 193}/export").json() == {"error": "Dataset not found"}
+    assert api.delete(f"{URL}/%00/export").json()["issues"][0]["path"] == ["dataset"]

@@ -2,6 +2,13 @@
 
 Thin handlers over memoryapp.datasets; the export streams (StreamingHttpResponse), so its
 200 schema below documents the shape without ninja building the body.
+
+Every legal dataset name is addressable (docs/api.md): ``{dataset}`` is a ``path``
+parameter, so a name holding ``/`` (sent raw or as ``%2F``; the server decodes the path
+before routing either way) and ``?``, ``#``, ``%`` or spaces (percent-encoded) all reach
+the handler whole. ``GET .../{dataset}/export`` takes everything before the last
+``/export``; a DELETE of a name that itself ends in ``/export`` matches the export route
+first, so that route answers DELETE too, for the name with its ``/export`` put back.
 """
 
 from __future__ import annotations
@@ -10,15 +17,18 @@ from typing import Any
 
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Path, Router
+from pydantic import field_validator
+from pydantic_core import PydanticCustomError
 
 from memoryapp import datasets
 from memoryapp.api.schemas import ErrorOut, _In, _Out
 from memoryapp.models import ApiKey, Project
-from memoryapp.validation import Dataset
+from memoryapp.validation import DATASET_MAX_LENGTH, Dataset, text_problem
 
 router = Router(tags=["data rights"])
 
 ERRORS: dict[int, Any] = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut}
+EXPORT_SUFFIX = "/export"
 
 
 def _project(request: HttpRequest) -> Project:
@@ -61,7 +71,7 @@ class DatasetDeletedOut(_Out):
 
 
 @router.get(
-    "/datasets/{dataset}/export",
+    "/datasets/{path:dataset}/export",
     response={200: DatasetExportOut, **ERRORS},
     summary="Export a dataset as JSON",
 )
@@ -74,11 +84,42 @@ def export_dataset(request: HttpRequest, path: Path[DatasetPath]) -> StreamingHt
 
 
 @router.delete(
-    "/datasets/{dataset}",
+    "/datasets/{path:dataset}",
     response={200: DatasetDeletedOut, **ERRORS},
     summary="Delete a dataset and everything derived from it",
 )
 def delete_dataset(request: HttpRequest, path: Path[DatasetPath]) -> dict[str, int]:
     """Threads, messages, summaries, notes, turns, jobs, episodes, facts and entities of
     the dataset, for good; recall finds nothing afterwards."""
+    return datasets.dataset_delete(project=_project(request), dataset=path.dataset).to_dict()
+
+
+class ExportSuffixPath(_In):
+    """The part of a name ending in ``/export`` before that suffix; ``dataset`` is
+    validated as the whole name (the rules of memoryapp.validation.Dataset)."""
+
+    dataset: str
+
+    @field_validator("dataset")
+    @classmethod
+    def _whole_name(cls, value: str) -> str:
+        name = value + EXPORT_SUFFIX
+        if len(name) > DATASET_MAX_LENGTH:
+            raise PydanticCustomError(
+                "string_too_long", f"String should have at most {DATASET_MAX_LENGTH} characters"
+            )
+        problem = text_problem(name)
+        if problem is not None:
+            raise PydanticCustomError(*problem)
+        return name
+
+
+@router.delete(
+    "/datasets/{path:dataset}/export",
+    response={200: DatasetDeletedOut, **ERRORS},
+    summary="Delete a dataset whose name ends in /export",
+)
+def delete_dataset_named_export(request: HttpRequest, path: Path[ExportSuffixPath]) -> dict[str, int]:
+    """Deletes the dataset named ``{dataset}/export``, as DELETE /datasets/{dataset} would
+    (that route cannot be reached with such a name: this one matches first)."""
     return datasets.dataset_delete(project=_project(request), dataset=path.dataset).to_dict()
