@@ -9,7 +9,10 @@ metadata ``{"session": N, "sessionDate": ISO date-time of the session, "particip
 {"user": speaker_a, "assistant": speaker_b}}`` (recall reads ``participants`` as the
 speaker field). Every turn is one POST .../messages: ``speaker_a`` the ``user``,
 ``speaker_b`` the ``assistant``, content the turn's text, plus ``[image: caption]`` when
-the turn shared a photo (the caption is all the text there is of it).
+the turn shared a photo (the caption is all the text there is of it), and ``createdAt``
+the session's date-time (read as UTC; LoCoMo dates sessions, not turns), so messages carry
+their real time and facts their real validFrom (docs/decisions.md, "Imported messages keep
+their real time").
 
 **Extract.** When the service has end() (POST .../threads/{id}/end), every thread is
 ended and its job run to completion; the episodes, facts and entities made per
@@ -94,9 +97,10 @@ def load(api: Api, path: Path) -> Loaded:
     numbers = sorted(int(m.group(1)) for k in data if (m := re.fullmatch(r"session_(\d+)", k)))
     loaded = Loaded(dataset=dataset, thread_ids=[], dia_of={}, questions=[])
     for number in numbers:
+        when = session_date(data[f"session_{number}_date_time"])
         metadata = {
             "session": number,
-            "sessionDate": session_date(data[f"session_{number}_date_time"]),
+            "sessionDate": when,
             "participants": {role: name for name, role in speakers.items()},
         }
         thread = api.ok(
@@ -110,7 +114,11 @@ def load(api: Api, path: Path) -> Loaded:
             content = turn["text"]
             if turn.get("blip_caption"):
                 content += f" [image: {turn['blip_caption']}]"
-            body = {"role": speakers[turn["speaker"]], "content": content}
+            body = {
+                "role": speakers[turn["speaker"]],
+                "content": content,
+                "createdAt": when + "Z",
+            }
             appended = api.ok(
                 "POST", f"{BASE}/threads/{thread['threadId']}/messages", body, expect=201
             )

@@ -304,6 +304,7 @@ def message_append_compacting(
     latency_ms: int | None = None,
     metadata: dict[str, str] | None = None,
     idempotency_key: str | None = None,
+    created_at: datetime | None = None,
 ) -> AppendOutcome:
     """Append a message, then run the auto-compaction it tripped (spec 002 POST messages;
     DESIGN.md section 6 item 2). What /v1 and the chat turn call to append.
@@ -324,6 +325,7 @@ def message_append_compacting(
         latency_ms=latency_ms,
         metadata=metadata,
         idempotency_key=idempotency_key,
+        created_at=created_at,
     )
     message = appended.message
     if not appended.compaction_due:

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
@@ -217,6 +217,25 @@ def message_id_by_key(*, thread_id: uuid.UUID, idempotency_key: str) -> uuid.UUI
         cursor.execute(sql, [_db_uuid(thread_id), idempotency_key])
         row = cursor.fetchone()
     return None if row is None else _uuid(row[0])
+
+
+def last_message_time(*, thread_id: uuid.UUID) -> datetime | None:
+    """The createdAt of the thread's last non-summary message (highest sequence number),
+    or None for a thread without one. Walks the (thread, sequence_number) index backwards."""
+    sql = (
+        f"SELECT created_at FROM {_q(Message._meta.db_table)} "
+        "WHERE thread_id = %s AND NOT is_summary ORDER BY sequence_number DESC LIMIT 1"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [_db_uuid(thread_id)])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    value = row[0]
+    if isinstance(value, str):  # SQLite: UTC text ...
+        value = datetime.fromisoformat(value)
+    # ... or a naive UTC datetime, by the driver's converters
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 @cache

@@ -19,11 +19,13 @@ import math
 import re
 import unicodedata
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
-from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
+from django.utils import timezone
+from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 # --- limits -------------------------------------------------------------------------------
@@ -53,6 +55,13 @@ SYSTEM_PROMPT_MAX_LENGTH = 20_000
 # and id (memoryapp.working). Sixteen digits reach the year 2286, so every cursor that
 # matches decodes.
 CURSOR_PATTERN = r"^[0-9]{1,16}-[0-9a-f]{32}$"
+
+# A client-given time (an imported message's createdAt) may be this far past the server's
+# clock (clocks drift), never further: a message cannot have been written in the future.
+CLOCK_SKEW = timedelta(minutes=5)
+# ... and not before the Unix epoch: keyset cursors (CURSOR_PATTERN, a fact's validFrom)
+# are microseconds since it and have no sign.
+EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 
 Problem = tuple[str, str]
 
@@ -141,6 +150,16 @@ def json_problem(value: Any) -> Problem | None:
 
 
 # --- adapters -----------------------------------------------------------------------------
+
+
+def past_time_problem(value: datetime) -> Problem | None:
+    """A client-given time must lie between EARLIEST_TIME and the server's clock plus
+    CLOCK_SKEW (``value`` is timezone-aware)."""
+    if value < EARLIEST_TIME:
+        return ("time_too_early", "must be 1970-01-01T00:00:00Z or later")
+    if value > timezone.now() + CLOCK_SKEW:
+        return ("time_in_future", "must not be later than the server's current time")
+    return None
 
 
 def pydantic_rule(rule: Callable[[Any], Problem | None]) -> AfterValidator:
@@ -334,6 +353,25 @@ INTEGRAL = BeforeValidator(_integral)
 NonNegInt = Annotated[int, Field(strict=True, ge=0, le=INT32_MAX), INTEGRAL]
 Threshold = Annotated[int, Field(strict=True, ge=THRESHOLD_MIN, le=THRESHOLD_MAX), INTEGRAL]
 MessageLimit = Annotated[int, Field(strict=True, ge=1, le=MESSAGE_LIMIT_MAX), INTEGRAL]
+def _time_text(value: Any) -> Any:
+    # JSON has no date type: the schema says a string, so a number (pydantic would read
+    # Unix seconds) is refused too.
+    if not isinstance(value, str):
+        raise PydanticCustomError("datetime_type", "must be an RFC 3339 date-time string")
+    return value
+
+
+PastTime = Annotated[
+    AwareDatetime,
+    BeforeValidator(_time_text),
+    Field(
+        description=(
+            "An RFC 3339 date-time with a UTC offset (e.g. 2023-05-08T13:56:00Z), from "
+            "1970-01-01T00:00:00Z to the server's current time."
+        )
+    ),
+    pydantic_rule(past_time_problem),
+]
 Cursor = Annotated[
     str,
     Field(json_schema_extra=_with_pattern(lambda: CURSOR_PATTERN)),

@@ -244,6 +244,23 @@ def _compaction_due(counters: sql.Counters) -> bool:
     )
 
 
+def _check_not_before_last(thread_id: uuid.UUID, created_at: datetime | None) -> None:
+    if created_at is None:  # a live append (the server's clock) is never refused
+        return
+    last = sql.last_message_time(thread_id=thread_id)
+    if last is not None and created_at < last:
+        raise InvalidInput(
+            [
+                {
+                    "path": ["createdAt"],
+                    "message": "createdAt is earlier than the createdAt of the thread's "
+                    f"last message ({last.isoformat()})",
+                    "code": "before_last_message",
+                }
+            ]
+        )
+
+
 def message_append(
     *,
     thread: Thread | str | uuid.UUID,
@@ -255,6 +272,7 @@ def message_append(
     latency_ms: int | None = None,
     metadata: dict[str, Any] | None = None,
     idempotency_key: str | None = None,
+    created_at: datetime | None = None,
 ) -> AppendResult:
     """Append a message to ``thread`` and return what was stored (spec 002, POST messages).
 
@@ -276,9 +294,12 @@ def message_append(
     itself. ``tokens`` is ``{"input", "output", "total"}`` (validated non-negative ints) or
     None. ``createdAt`` is taken before the lock is waited for, so under contention two
     timestamps may invert by that wait (order is by sequence number either way).
+    ``created_at`` (an import's real time; aware, not in the future) replaces that clock
+    read for the message only (docs/decisions.md "Imported messages keep their real time").
     Raises ThreadNotFound if the thread does not exist (any more), its id is malformed, or
     it is not in ``project``; IdempotencyConflict when ``idempotency_key`` was used on this
-    thread for a different role or content.
+    thread for a different role or content; InvalidInput (``createdAt``) for a
+    ``created_at`` before the thread's last non-summary message's (checked under the lock).
     """
     pk = thread.pk if isinstance(thread, Thread) else thread_pk(thread)
     now = timezone.now()
@@ -290,24 +311,21 @@ def message_append(
         latency_ms=latency_ms,
         metadata=metadata or None,
         idempotency_key=idempotency_key,
-        created_at=now,
+        created_at=now if created_at is None else created_at,
         **_token_fields(tokens),
     )
     params = sql.message_params(message)
     try:
         with sql.writers_queue(), transaction.atomic():
-            counters = sql.thread_bump(
-                thread_id=pk,
-                project_id=project.pk if project is not None else None,
-                now=now,
-                tokens=tokens,
-            )
+            scope = project.pk if project is not None else None
+            counters = sql.thread_bump(thread_id=pk, project_id=scope, now=now, tokens=tokens)
             if counters is None:
                 raise ThreadNotFound()
             if idempotency_key is not None:
                 existing = sql.message_id_by_key(thread_id=pk, idempotency_key=idempotency_key)
                 if existing is not None:
                     raise _Replay(existing)
+            _check_not_before_last(pk, created_at)
             sql.message_insert(params, sequence=counters.sequence)
     except _Replay as replay:
         return _replayed(replay.message_id, role=role, content=content)

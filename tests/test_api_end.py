@@ -126,6 +126,30 @@ def test_it_invalidates_the_civic_by_the_prius_and_merges_a_reworded_prius(
     ]
 
 
+def test_it_dates_imported_facts_by_their_messages_real_time(
+    api: Api, end: Any, clock: Clock
+) -> None:
+    """An import (createdAt on append) in the past: validFrom and invalidatedAt are the
+    source messages' real times, whatever the day the import ran."""
+    first = api.create_thread(dataset="user_42")["threadId"]
+    api.append(first, "I drive a Honda Civic", createdAt="2023-05-08T13:56:00Z")
+    end(api, first)
+    second = api.create_thread(dataset="user_42")["threadId"]
+    api.append(second, "I sold the Civic, I drive a Prius now", createdAt="2023-06-01T08:00:00Z")
+    end(api, second)
+
+    every = _facts(api, dataset="user_42", includeInvalidated="true")
+
+    civic = next(f for f in every if f["value"] == "Honda Civic")
+    prius = next(f for f in every if f["value"] == "Prius")
+    assert (civic["validFrom"], civic["invalidatedAt"], civic["invalidatedBy"]) == (
+        "2023-05-08T13:56:00.000Z",
+        "2023-06-01T08:00:00.000Z",
+        prius["factId"],
+    )
+    assert (prius["validFrom"], prius["invalidatedAt"]) == ("2023-06-01T08:00:00.000Z", None)
+
+
 def test_it_makes_one_episode_when_end_is_called_twice_with_nothing_new(api: Api, end: Any) -> None:
     thread = api.create_thread(dataset="user_42")["threadId"]
     _say(api, thread, "I live in Lisbon")

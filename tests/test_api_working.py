@@ -452,7 +452,6 @@ def test_it_ignores_a_client_sent_sequence_number_and_ids(api: Api, thread_id: s
             "sequenceNumber": 99,
             "messageId": other,
             "threadId": other,
-            "createdAt": "2001-01-01T00:00:00.000Z",
             "compactedAt": "2001-01-01T00:00:00.000Z",
         },
     )
@@ -461,9 +460,81 @@ def test_it_ignores_a_client_sent_sequence_number_and_ids(api: Api, thread_id: s
     body = resp.json()
     assert (body["sequenceNumber"], body["threadId"]) == (1, thread_id)
     assert body["messageId"] != other
-    assert not body["createdAt"].startswith("2001")
     assert append_ok(api, thread_id)["sequenceNumber"] == 2
     assert api.get(messages_url(thread_id)).json()["messages"][0]["compactedAt"] is None
+
+
+def test_it_keeps_an_imported_messages_real_time(
+    api: Api, thread_id: str, clock: Clock
+) -> None:
+    first = append_ok(api, thread_id, "hi", createdAt="2023-05-08T13:56:00Z")
+    second = append_ok(api, thread_id, "later", createdAt="2023-05-08T15:56:00.25+02:00")
+    same = append_ok(api, thread_id, "same minute", createdAt="2023-05-08T13:56:00.250Z")
+
+    assert [first["createdAt"], second["createdAt"], same["createdAt"]] == [
+        "2023-05-08T13:56:00.000Z",
+        "2023-05-08T13:56:00.250Z",
+        "2023-05-08T13:56:00.250Z",
+    ]
+    stored = api.get(messages_url(thread_id)).json()["messages"]
+    assert [m["createdAt"] for m in stored] == [
+        "2023-05-08T13:56:00.000Z",
+        "2023-05-08T13:56:00.250Z",
+        "2023-05-08T13:56:00.250Z",
+    ]
+    # The thread's activity is the append itself, not the imported time.
+    assert api.get(f"{BASE}/threads/{thread_id}").json()["lastActivityAt"] == (
+        "2026-08-16T09:00:00.000Z"
+    )
+    # Within the clock skew the server allows.
+    assert append_ok(api, thread_id, "now", createdAt="2026-08-16T09:04:59Z")["createdAt"] == (
+        "2026-08-16T09:04:59.000Z"
+    )
+
+
+@pytest.mark.parametrize(
+    ("created_at", "code"),
+    [
+        ("2023-05-08T13:56:00", "timezone_aware"),
+        ("8 May 2023", "datetime_from_date_parsing"),
+        (1683554160, "datetime_type"),
+        ("2026-08-16T09:05:01Z", "time_in_future"),
+        ("1969-12-31T23:59:59Z", "time_too_early"),
+    ],
+)
+def test_it_refuses_a_bad_created_at(
+    api: Api, thread_id: str, clock: Clock, created_at: Any, code: str
+) -> None:
+    resp = api.append(thread_id, "hi", createdAt=created_at)
+
+    assert resp.status_code == 400
+    assert [{"path": i["path"], "code": i["code"]} for i in resp.json()["issues"]] == [
+        {"path": ["createdAt"], "code": code}
+    ]
+    assert Message.objects.count() == 0
+
+
+def test_it_refuses_a_created_at_before_the_last_message(
+    api: Api, thread_id: str, clock: Clock
+) -> None:
+    append_ok(api, thread_id, "first", createdAt="2023-05-08T13:56:00Z")
+
+    resp = api.append(thread_id, "second", createdAt="2023-05-08T13:55:59.999Z")
+
+    assert resp.status_code == 400
+    assert resp.json()["issues"] == [
+        {
+            "path": ["createdAt"],
+            "message": "createdAt is earlier than the createdAt of the thread's last message "
+            "(2023-05-08T13:56:00+00:00)",
+            "code": "before_last_message",
+        }
+    ]
+    # Nothing stored, no sequence number used.
+    assert numbers(api.get(messages_url(thread_id))) == [1]
+    assert append_ok(api, thread_id, "second")["sequenceNumber"] == 2
+    # A live message (the clock's now) closes the import: the past is refused after it.
+    assert api.append(thread_id, "x", createdAt="2024-01-01T00:00:00Z").status_code == 400
 
 
 def test_it_drops_unknown_metadata_keys(api: Api, thread_id: str) -> None:

@@ -21,6 +21,7 @@ from memoryapp.validation import (
     JsonObject,
     MessageLimit,
     NonNegInt,
+    PastTime,
     ShortText,
     TagList,
     Text,
@@ -204,6 +205,14 @@ class MessageIn(_In):
     model: ShortText | None = None
     latencyMs: NonNegInt | None = None
     metadata: MessageMetadataIn | None = None
+    createdAt: PastTime | None = Field(
+        default=None,
+        description=(
+            "For imports only: when the message was really written (RFC 3339 with a UTC "
+            "offset, 1970 to now). Not before the createdAt of the thread's last "
+            "non-summary message. Left out: the server's clock at the append."
+        ),
+    )
 
 
 class AppendOut(_Out):

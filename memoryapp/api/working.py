@@ -142,6 +142,7 @@ def append_message(
         latency_ms=payload.latencyMs,
         metadata=metadata,
         idempotency_key=key,
+        created_at=payload.createdAt,
     )
     if result.replayed:
         response["Idempotent-Replayed"] = "true"
