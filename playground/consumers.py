@@ -1,14 +1,16 @@
-"""The live-update WebSocket of a thread (issue 4 item 3; issue 7 item 1).
+"""The live-update WebSockets of a thread and of a dataset's page (issue 4 item 3;
+issue 8 item 6; issue 7 item 1).
 
-ws://host/ws/threads/<uuid>/?projectId=<pid>, authenticated by the dashboard's session
-(AuthMiddlewareStack in memoryapp.asgi). Only a logged-in member of the project, for a
-thread of that project, is subscribed; anyone else is accepted and at once closed with
-code 4403, so the browser sees the code (a refusal before the handshake would reach it
-only as 1006) and knows not to retry.
+ws://host/ws/threads/<uuid>/?projectId=<pid> and
+ws://host/ws/datasets/?projectId=<pid>&dataset=<name>, authenticated by the dashboard's
+session (AuthMiddlewareStack in memoryapp.asgi). Only a logged-in member of the project
+(for a thread, of the thread's project) is subscribed; anyone else is accepted and at
+once closed with code 4403, so the browser sees the code (a refusal before the
+handshake would reach it only as 1006) and knows not to retry.
 
-Once subscribed, the consumer forwards every event memoryapp.events sends to the
-thread's group as one JSON frame ``{"event", "threadId", "data"}``, for as long as its
-session is a member's. It also joins its session's and its user's groups: on
+Both are a SessionBoundConsumer: once subscribed, it forwards every event
+memoryapp.events sends to its group as one JSON frame ``{"event", "threadId", "data"}``,
+for as long as its session is a member's. It also joins its session's and its user's groups: on
 ``access.recheck`` (memoryapp.events.access_changed: logout or any end of the session, a
 password change, a membership removed, a project deleted) and when the session's expiry
 date passes, it checks its session and membership again and closes with 4401 (signed
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from importlib import import_module
 from typing import Any
 from urllib.parse import parse_qs
@@ -54,15 +57,15 @@ def may_subscribe(user: Any, thread_id: uuid.UUID | str, project_id: str | None)
 
 
 def session_access(
-    session_key: str | None, user_id: int, thread_id: str, project_id: str | None
+    session_key: str | None, user_id: int, may_listen: Callable[[Any], bool]
 ) -> tuple[int | None, float | None]:
-    """Whether session ``session_key`` may still listen to the thread, read fresh.
+    """Whether session ``session_key`` may still listen, read fresh.
 
     Returns ``(close_code, seconds_left)``: close_code is CLOSE_SIGNED_OUT when the
     session is gone, expired, or no longer logs in user ``user_id`` (a password change
-    makes its hash stale, as Django's own request check does), CLOSE_FORBIDDEN when the
-    user is no longer a member of the thread's project, else None; seconds_left is the
-    time until the session expires (None when it is closed).
+    makes its hash stale, as Django's own request check does), CLOSE_FORBIDDEN when
+    ``may_listen(user)`` (the socket's own membership check) is now false, else None;
+    seconds_left is the time until the session expires (None when it is closed).
     """
     if not session_key:
         return CLOSE_SIGNED_OUT, None
@@ -71,26 +74,45 @@ def session_access(
     user = auth.get_user(request)  # anonymous for a missing, expired or stale session
     if not user.is_authenticated or user.pk != user_id:
         return CLOSE_SIGNED_OUT, None
-    if not may_subscribe(user, thread_id, project_id):
+    if not may_listen(user):
         return CLOSE_FORBIDDEN, None
     expiry = request.session.get_expiry_date()
     return None, max(0.0, (expiry - timezone.now()).total_seconds())
 
 
-class ThreadConsumer(AsyncJsonWebsocketConsumer):
-    """Forwards a thread's live events to one browser page while its session may see them."""
+class SessionBoundConsumer(AsyncJsonWebsocketConsumer):
+    """A one-way socket that forwards the events of its groups to one browser page while
+    its session may see them (issue 7 item 1).
+
+    A subclass says what it listens to: ``may_listen(user)`` (run in a database thread,
+    at the connect and at every re-check) and ``content_groups()`` (the groups whose
+    events it forwards); ``self.query`` holds the parsed query string. Refused at the
+    connect: accepted and closed at once with CLOSE_FORBIDDEN. Subscribed: it also joins
+    its session's and its user's groups and re-checks on ``access.recheck`` and when
+    the session's expiry passes, closing with CLOSE_SIGNED_OUT or CLOSE_FORBIDDEN.
+    """
 
     groups_joined: list[str]
     closed = False
     expiry_timer: asyncio.TimerHandle | None = None
 
+    def may_listen(self, user: Any) -> bool:
+        """Whether ``user`` may listen to this socket's events (one or two queries)."""
+        raise NotImplementedError
+
+    def content_groups(self) -> list[str]:
+        """The groups whose events this socket forwards (called once may_listen said yes)."""
+        raise NotImplementedError
+
+    def query_param(self, name: str) -> str | None:
+        """The first value of ``name`` in the socket URL's query string, or None."""
+        return (self.query.get(name) or [None])[0]
+
     async def connect(self) -> None:
         self.groups_joined = []
-        self.thread_id: str = str(self.scope["url_route"]["kwargs"]["thread_id"])
-        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
-        self.project_id: str | None = (query.get("projectId") or [None])[0]
+        self.query = parse_qs(self.scope.get("query_string", b"").decode("utf-8", "replace"))
         user = self.scope.get("user")
-        allowed = await database_sync_to_async(may_subscribe)(user, self.thread_id, self.project_id)
+        allowed = await database_sync_to_async(self.may_listen)(user)
         session_key = getattr(self.scope.get("session"), "session_key", None)
         if not allowed or not session_key:
             await self.accept()
@@ -100,7 +122,7 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         self.session_key: str = session_key
         # Join before accepting, so no event between the two is missed.
         for group in (
-            events.thread_group(uuid.UUID(self.thread_id)),
+            *self.content_groups(),
             events.session_group(session_key),
             events.user_group(self.user_id),
         ):
@@ -138,7 +160,7 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         if self.closed:
             return
         code, seconds_left = await database_sync_to_async(session_access)(
-            self.session_key, self.user_id, self.thread_id, self.project_id
+            self.session_key, self.user_id, self.may_listen
         )
         if code is not None:
             self.closed = True
@@ -147,17 +169,30 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         if self.expiry_timer is not None:
             self.expiry_timer.cancel()
         loop = asyncio.get_running_loop()
-        self.expiry_timer = loop.call_later(
-            (seconds_left or 0) + 1, self._on_expiry, loop
-        )
+        self.expiry_timer = loop.call_later((seconds_left or 0) + 1, self._on_expiry, loop)
 
     def _on_expiry(self, loop: asyncio.AbstractEventLoop) -> None:
         # Through the channel layer, so it is handled in turn with the events.
         self.expiry_timer = None
-        loop.create_task(
-            self.channel_layer.send(self.channel_name, {"type": "access.recheck"})
-        )
+        loop.create_task(self.channel_layer.send(self.channel_name, {"type": "access.recheck"}))
 
+
+class ThreadConsumer(SessionBoundConsumer):
+    """A thread's live events (ws://host/ws/threads/<uuid>/?projectId=<pid>) for a member
+    of the thread's project."""
+
+    @property
+    def thread_id(self) -> str:
+        """The thread id as the URL gives it (any text: may_subscribe checks it)."""
+        return str(self.scope["url_route"]["kwargs"]["thread_id"])
+
+    def may_listen(self, user: Any) -> bool:
+        """may_subscribe for the URL's thread and ``projectId``."""
+        return may_subscribe(user, self.thread_id, self.query_param("projectId"))
+
+    def content_groups(self) -> list[str]:
+        """The thread's group."""
+        return [events.thread_group(uuid.UUID(self.thread_id))]
 
 
 def may_watch_dataset(user: Any, project_id: str | None, dataset: str | None) -> bool:
@@ -170,37 +205,16 @@ def may_watch_dataset(user: Any, project_id: str | None, dataset: str | None) ->
     return Membership.objects.filter(project_id=int(project_id), user=user).exists()
 
 
-class DatasetConsumer(AsyncJsonWebsocketConsumer):
-    """Forwards a dataset's events (``dataset.changed``) to its dashboard page:
-    ws://host/ws/datasets/?projectId=<pid>&dataset=<name>; refused like ThreadConsumer."""
+class DatasetConsumer(SessionBoundConsumer):
+    """A dataset's events (``dataset.changed``) for its dashboard page:
+    ws://host/ws/datasets/?projectId=<pid>&dataset=<name>, for a member of the project."""
 
-    group: str | None = None
+    def may_listen(self, user: Any) -> bool:
+        """may_watch_dataset for the URL's ``projectId`` and ``dataset``."""
+        return may_watch_dataset(user, self.query_param("projectId"), self.query_param("dataset"))
 
-    async def connect(self) -> None:
-        query = parse_qs(self.scope.get("query_string", b"").decode("utf-8", "replace"))
-        project_id = (query.get("projectId") or [None])[0]
-        dataset = (query.get("dataset") or [None])[0]
-        allowed = await database_sync_to_async(may_watch_dataset)(
-            self.scope.get("user"), project_id, dataset
-        )
-        if not allowed or project_id is None or dataset is None:
-            await self.accept()
-            await self.close(code=CLOSE_FORBIDDEN)
-            return
-        self.group = events.dataset_group(int(project_id), dataset)
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.accept()
-
-    async def disconnect(self, code: int) -> None:
-        if self.group is not None:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
-            self.group = None
-
-    async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        """The socket is one-way: frames from the browser are ignored."""
-
-    async def thread_event(self, message: dict[str, Any]) -> None:
-        """An event of memoryapp.events: forward it as one JSON frame."""
-        await self.send_json(
-            {"event": message["event"], "threadId": message["threadId"], "data": message["data"]}
-        )
+    def content_groups(self) -> list[str]:
+        """The dataset's group."""
+        project_id, dataset = self.query_param("projectId"), self.query_param("dataset")
+        assert project_id is not None and dataset is not None  # may_listen said yes
+        return [events.dataset_group(int(project_id), dataset)]

@@ -1,5 +1,7 @@
-"""playground.consumers: the live WebSocket of a thread, through the real ASGI stack
-(origin check, session auth, URL routing; issue 4 item 3)."""
+"""playground.consumers: the live WebSockets of a thread and of a dataset's page, through
+the real ASGI stack (origin check, session auth, URL routing; issue 4 item 3, issue 8
+item 6, issue 7 item 1). The users and projects are the shared test world
+(tests.conftest.world): ``member`` of Acme, ``outsider`` who owns Other."""
 
 from __future__ import annotations
 
@@ -13,13 +15,16 @@ from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 from django.contrib.sessions.backends.db import SessionStore
+from django.db import transaction
 from django.test import Client, override_settings
 
-from memoryapp import compaction, episodic, projects, serializers, working
+from memoryapp import compaction, episodic, events, projects, serializers, working
 from memoryapp.asgi import application
 from memoryapp.chat import chat_turn
-from memoryapp.models import ApiKey, Membership, Message, Project, Thread
+from memoryapp.models import Message, Project, Thread
 from playground.consumers import CLOSE_FORBIDDEN, CLOSE_SIGNED_OUT
+from playground.routing import dataset_socket_path, thread_socket_path
+from tests.conftest import World
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -35,15 +40,6 @@ async def fresh_layer() -> AsyncIterator[None]:
     await layer.flush()
     yield
     await layer.flush()
-
-
-def _setup() -> tuple[Project, Thread, User, str]:
-    project = Project.objects.create(slug="acme", name="Acme")
-    thread = working.thread_create(project=project, dataset="user_42")
-    user = User.objects.create_user(username="member")
-    Membership.objects.create(user=user, project=project)
-    _, key = ApiKey.issue(project=project, name="test")
-    return project, thread, user, key
 
 
 def _session_cookie(user: User | None) -> str:
@@ -86,8 +82,8 @@ async def _refused(communicator: WebsocketCommunicator, connected: bool) -> None
     }
 
 
-async def test_it_forwards_an_api_append_to_a_subscribed_client() -> None:
-    project, thread, user, key = await sync_to_async(_setup)()
+async def test_it_forwards_an_api_append_to_a_subscribed_client(world: World, api_key: str) -> None:
+    project, thread, user = world.project, world.thread, world.member
     communicator, connected, _ = await _connect(thread.id, project.pk, user)
     try:
         assert connected is True
@@ -98,7 +94,7 @@ async def test_it_forwards_an_api_append_to_a_subscribed_client() -> None:
                 url,
                 data=json.dumps({"role": "user", "content": content}),
                 content_type="application/json",
-                headers={"Authorization": f"Bearer {key}"},
+                headers={"Authorization": f"Bearer {api_key}"},
             )
             assert resp.status_code == 201
         first = await communicator.receive_json_from(timeout=TIMEOUT)
@@ -117,8 +113,8 @@ async def test_it_forwards_an_api_append_to_a_subscribed_client() -> None:
         await communicator.disconnect()
 
 
-async def test_it_forwards_a_compaction_to_a_subscribed_client() -> None:
-    project, thread, user, _ = await sync_to_async(_setup)()
+async def test_it_forwards_a_compaction_to_a_subscribed_client(world: World) -> None:
+    project, thread, user = world.project, world.thread, world.member
     await sync_to_async(working.thread_update)(
         thread=thread, changes={"auto_compact_threshold": 3}
     )
@@ -151,8 +147,8 @@ async def test_it_forwards_a_compaction_to_a_subscribed_client() -> None:
 
 
 @override_settings(MEMORY_CHAT_FLUSH_MS=60_000)
-async def test_it_streams_a_chat_turn_to_a_subscribed_client() -> None:
-    project, thread, user, _ = await sync_to_async(_setup)()
+async def test_it_streams_a_chat_turn_to_a_subscribed_client(world: World) -> None:
+    project, thread, user = world.project, world.thread, world.member
     communicator, connected, _ = await _connect(thread.id, project.pk, user)
     try:
         assert connected is True
@@ -176,44 +172,31 @@ async def test_it_streams_a_chat_turn_to_a_subscribed_client() -> None:
         await communicator.disconnect()
 
 
-async def test_it_refuses_an_anonymous_client() -> None:
-    project, thread, _, _ = await sync_to_async(_setup)()
-    communicator, connected, _ = await _connect(thread.id, project.pk, None)
+async def test_it_refuses_an_anonymous_client(world: World) -> None:
+    communicator, connected, _ = await _connect(world.thread.id, world.project.pk, None)
     try:
         await _refused(communicator, connected)
     finally:
         await communicator.disconnect()
 
 
-async def test_it_refuses_a_client_of_another_project() -> None:
-    project, thread, _, _ = await sync_to_async(_setup)()
-
-    def outsider() -> tuple[User, Project]:
-        user = User.objects.create_user(username="outsider")
-        other = Project.objects.create(slug="other", name="Other")
-        Membership.objects.create(user=user, project=other)
-        return user, other
-
-    user, other = await sync_to_async(outsider)()
-    for project_id in (project.pk, other.pk):
-        communicator, connected, _ = await _connect(thread.id, project_id, user)
+async def test_it_refuses_a_client_of_another_project(world: World) -> None:
+    # The outsider owns another project: neither project id gets them Acme's thread.
+    for project_id in (world.project.pk, world.other_project.pk):
+        communicator, connected, _ = await _connect(world.thread.id, project_id, world.outsider)
         try:
             await _refused(communicator, connected)
         finally:
             await communicator.disconnect()
     # Nothing was subscribed: an append reaches no one and fails nothing.
-    await sync_to_async(working.message_append)(thread=thread, role="user", content="private")
+    await sync_to_async(working.message_append)(thread=world.thread, role="user", content="private")
 
 
-async def test_it_refuses_a_thread_outside_the_given_project() -> None:
-    project, _, user, _ = await sync_to_async(_setup)()
-
-    def foreign_thread() -> Thread:
-        other = Project.objects.create(slug="other", name="Other")
-        return working.thread_create(project=other, dataset="user_42")
-
-    foreign = await sync_to_async(foreign_thread)()
-    communicator, connected, _ = await _connect(foreign.id, project.pk, user)
+async def test_it_refuses_a_thread_outside_the_given_project(world: World) -> None:
+    foreign = await sync_to_async(working.thread_create)(
+        project=world.other_project, dataset="user_42"
+    )
+    communicator, connected, _ = await _connect(foreign.id, world.project.pk, world.member)
     try:
         await _refused(communicator, connected)
     finally:
@@ -221,9 +204,8 @@ async def test_it_refuses_a_thread_outside_the_given_project() -> None:
 
 
 @pytest.mark.parametrize("project_id", ["", "abc", "-1", "99999999999999999999"])
-async def test_it_refuses_a_malformed_project_id(project_id: str) -> None:
-    _, thread, user, _ = await sync_to_async(_setup)()
-    communicator, connected, _ = await _connect(thread.id, project_id, user)
+async def test_it_refuses_a_malformed_project_id(world: World, project_id: str) -> None:
+    communicator, connected, _ = await _connect(world.thread.id, project_id, world.member)
     try:
         await _refused(communicator, connected)
     finally:
@@ -231,9 +213,8 @@ async def test_it_refuses_a_malformed_project_id(project_id: str) -> None:
 
 
 @pytest.mark.parametrize("thread_id", ["not-a-uuid", "12345", "%20"])
-async def test_it_refuses_a_malformed_thread_id(thread_id: str) -> None:
-    project, _, user, _ = await sync_to_async(_setup)()
-    communicator, connected, _ = await _connect(thread_id, project.pk, user)
+async def test_it_refuses_a_malformed_thread_id(world: World, thread_id: str) -> None:
+    communicator, connected, _ = await _connect(thread_id, world.project.pk, world.member)
     try:
         await _refused(communicator, connected)
     finally:
@@ -255,8 +236,8 @@ async def _connect_dataset(project_id: Any, dataset: str, user: User | None) -> 
     return communicator, connected
 
 
-async def test_it_sends_a_dataset_page_the_end_of_an_episode_job() -> None:
-    project, thread, user, _ = await sync_to_async(_setup)()
+async def test_it_sends_a_dataset_page_the_end_of_an_episode_job(world: World) -> None:
+    project, thread, user = world.project, world.thread, world.member
     communicator, connected = await _connect_dataset(project.pk, "user_42", user)
     assert connected
     other, other_connected = await _connect_dataset(project.pk, "user_7", user)
@@ -274,54 +255,76 @@ async def test_it_sends_a_dataset_page_the_end_of_an_episode_job() -> None:
     await other.disconnect()
 
 
-async def test_it_refuses_a_dataset_to_an_outsider_a_visitor_and_no_dataset() -> None:
-    project, _, _, _ = await sync_to_async(_setup)()
-    outsider = await sync_to_async(User.objects.create_user)(username="outsider")
+async def test_it_refuses_a_dataset_to_an_outsider_a_visitor_and_no_dataset(world: World) -> None:
+    project = world.project
     for project_id, dataset, user in (
-        (project.pk, "user_42", outsider),
+        (project.pk, "user_42", world.outsider),
         (project.pk, "user_42", None),
-        (project.pk, "", await sync_to_async(User.objects.get)(username="member")),
+        (project.pk, "", world.member),
     ):
         communicator, connected = await _connect_dataset(project_id, dataset, user)
         await _refused(communicator, connected)
 
 
-# --- a socket stops the moment its session may no longer see the thread (issue 7 item 1) ----
+# --- a socket stops the moment its session may no longer see what it shows (issue 7 item 1):
+# the thread's socket and the dataset page's, one mechanism (SessionBoundConsumer) ---------
+
+SOCKETS = ["thread", "dataset"]
+# What _poke makes each socket receive while it is open.
+POKED = {"thread": "message.appended", "dataset": "dataset.changed"}
+
+
+def _socket_path(socket: str, thread: Thread, project: Project) -> str:
+    if socket == "thread":
+        return thread_socket_path(thread.id, project)
+    return dataset_socket_path(project, thread.dataset)
+
+
+def _poke(thread: Thread, content: str = "secret") -> None:
+    """An event for each kind of socket: an append (the thread's group) and a change of
+    the thread's dataset (the dataset's group), sent when this commits."""
+    with transaction.atomic():
+        working.message_append(thread=thread, role="user", content=content)
+        events.dataset_changed(thread)
 
 
 async def _open_with_client(
-    thread: Thread, project: Project, user: User
+    socket: str, thread: Thread, project: Project, user: User
 ) -> tuple[WebsocketCommunicator, Client]:
     """A subscribed socket and the logged-in test client whose session it uses."""
     client = Client()
     await sync_to_async(client.force_login)(user)
-    communicator = WebsocketCommunicator(
-        application,
-        f"/ws/threads/{thread.id}/?projectId={project.pk}",
-        headers=[
-            (b"origin", b"http://testserver"),
-            (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
-        ],
-    )
+    communicator = _communicator(socket, thread, project, client)
     connected, _ = await communicator.connect(timeout=TIMEOUT)
     assert connected is True
     return communicator, client
 
 
+def _communicator(socket: str, thread: Thread, project: Project, client: Client) -> WebsocketCommunicator:
+    return WebsocketCommunicator(
+        application,
+        _socket_path(socket, thread, project),
+        headers=[
+            (b"origin", b"http://testserver"),
+            (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
+        ],
+    )
+
+
 async def _closed_and_silent(communicator: WebsocketCommunicator, thread: Thread, code: int) -> None:
-    """The socket was closed with ``code`` before any frame, and an append after it (like
-    one made before the close was seen) reaches it no more."""
+    """The socket was closed with ``code`` before any frame, and an event after it (like
+    one sent before the close was seen) reaches it no more."""
     assert await communicator.receive_output(timeout=TIMEOUT) == {
         "type": "websocket.close",
         "code": code,
     }
-    await sync_to_async(working.message_append)(thread=thread, role="user", content="secret")
+    await sync_to_async(_poke)(thread)
     assert await communicator.receive_nothing(timeout=0.5)
 
 
-def _logout_then_append(client: Client, thread: Thread) -> None:
+def _logout_then_poke(client: Client, thread: Thread) -> None:
     assert client.post("/logout/").status_code == 302
-    working.message_append(thread=thread, role="user", content="after logout")
+    _poke(thread, "after logout")
 
 
 def _flush_session(client: Client) -> None:
@@ -339,13 +342,12 @@ def _change_password(user: User) -> None:
     user.save()
 
 
-def _remove_membership(user: User, project: Project) -> None:
-    membership = Membership.objects.get(user=user, project=project)
-    owner = User.objects.create_user(username="owner")
-    Membership.objects.create(user=owner, project=project, role=Membership.Role.OWNER)
-    projects.membership_remove(project=project, membership_id=membership.pk)
+def _remove_membership(world: World) -> None:
+    # The world's owner stays, so the member is not the last owner.
+    projects.membership_remove(project=world.project, membership_id=world.member_membership.pk)
 
 
+@pytest.mark.parametrize("socket", SOCKETS)
 @pytest.mark.parametrize(
     ("revoke", "code"),
     [
@@ -356,22 +358,25 @@ def _remove_membership(user: User, project: Project) -> None:
         ("project", CLOSE_FORBIDDEN),
     ],
 )
-async def test_it_closes_a_socket_whose_session_loses_access(revoke: str, code: int) -> None:
-    project, thread, user, _ = await sync_to_async(_setup)()
-    communicator, client = await _open_with_client(thread, project, user)
+async def test_it_closes_a_socket_whose_session_loses_access(
+    world: World, socket: str, revoke: str, code: int
+) -> None:
+    project, thread, user = world.project, world.thread, world.member
+    communicator, client = await _open_with_client(socket, thread, project, user)
     try:
         if revoke == "logout":
-            # The append right after the logout must not get through either.
-            await sync_to_async(_logout_then_append)(client, thread)
+            # The event right after the logout must not get through either.
+            await sync_to_async(_logout_then_poke)(client, thread)
         elif revoke == "flush":
             await sync_to_async(_flush_session)(client)
         elif revoke == "password":
             await sync_to_async(_change_password)(user)
         elif revoke == "membership":
-            await sync_to_async(_remove_membership)(user, project)
+            await sync_to_async(_remove_membership)(world)
         else:
-            other = await Project.objects.acreate(slug="other", name="Other")
-            thread = await sync_to_async(working.thread_create)(project=other, dataset="d")
+            thread = await sync_to_async(working.thread_create)(
+                project=world.other_project, dataset="d"
+            )
             await project.adelete()
 
         await _closed_and_silent(communicator, thread, code)
@@ -379,19 +384,13 @@ async def test_it_closes_a_socket_whose_session_loses_access(revoke: str, code: 
         await communicator.disconnect()
 
 
-async def test_it_closes_a_socket_when_its_session_expires() -> None:
-    project, thread, user, _ = await sync_to_async(_setup)()
+@pytest.mark.parametrize("socket", SOCKETS)
+async def test_it_closes_a_socket_when_its_session_expires(world: World, socket: str) -> None:
+    project, thread, user = world.project, world.thread, world.member
     client = Client()
     await sync_to_async(client.force_login)(user)
     await sync_to_async(_expire_session_soon)(client)
-    communicator = WebsocketCommunicator(
-        application,
-        f"/ws/threads/{thread.id}/?projectId={project.pk}",
-        headers=[
-            (b"origin", b"http://testserver"),
-            (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
-        ],
-    )
+    communicator = _communicator(socket, thread, project, client)
     try:
         connected, _ = await communicator.connect(timeout=TIMEOUT)
         assert connected is True
@@ -401,15 +400,23 @@ async def test_it_closes_a_socket_when_its_session_expires() -> None:
         await communicator.disconnect()
 
 
-async def test_it_keeps_a_socket_open_through_another_login_of_its_user() -> None:
-    project, thread, user, _ = await sync_to_async(_setup)()
-    communicator, _ = await _open_with_client(thread, project, user)
+@pytest.mark.parametrize("socket", SOCKETS)
+async def test_it_keeps_a_socket_open_through_another_login_of_its_user(
+    world: World, socket: str
+) -> None:
+    project, thread, user = world.project, world.thread, world.member
+    communicator, _ = await _open_with_client(socket, thread, project, user)
     try:
         other_tab = Client()
         await sync_to_async(other_tab.force_login)(user)
-        await sync_to_async(working.message_append)(thread=thread, role="user", content="hi")
+        await sync_to_async(_poke)(thread, "hi")
 
         frame = await communicator.receive_json_from(timeout=TIMEOUT)
-        assert (frame["event"], frame["data"]["content"]) == ("message.appended", "hi")
+        assert frame["event"] == POKED[socket]
+        assert frame["threadId"] == str(thread.id)
+        if socket == "thread":
+            assert frame["data"]["content"] == "hi"
+        else:
+            assert frame["data"] == {}
     finally:
         await communicator.disconnect()
