@@ -9,6 +9,11 @@ context view and UsageLines). No step runs inside a transaction that spans a mod
 Agents' tool loops and memory notes are further steps over the same record.
 
 A thread deleted at any point of the turn ends it with ThreadNotFound (the route's 404).
+
+A transient send (``transient: true``, spec 004 "The tools") runs TRANSIENT_STEPS instead:
+prepare, recall and the model call on the thread's context plus the unsent user message,
+with no tool declarations, and nothing stored: no message, no Turn, no UsageLine, no tool
+call, no note written, no event (the reply comes back in the HTTP answer only).
 """
 
 from __future__ import annotations
@@ -60,8 +65,9 @@ class TurnRecord:
     """Everything one turn has learnt so far; each step reads it and fills in its part.
 
     Inputs: ``thread`` (project-scoped by the caller), ``user``, ``content``,
-    ``system_prompt``, ``message_limit``. ``timings`` are milliseconds per step (the
-    context view's keys), ``lines`` the unsaved UsageLines of the turn.
+    ``system_prompt``, ``message_limit``, ``transient`` (nothing is stored, no tools).
+    ``timings`` are milliseconds per step (the context view's keys), ``lines`` the unsaved
+    UsageLines of the turn.
     """
 
     thread: Thread
@@ -69,6 +75,7 @@ class TurnRecord:
     content: str
     system_prompt: str = ""
     message_limit: int = working.MESSAGE_LIMIT_DEFAULT
+    transient: bool = False
     adapter: str = ""
     prices: Prices = field(default_factory=usage.prices)
     started: float = field(default_factory=time.perf_counter)
@@ -191,7 +198,8 @@ def step_recall(record: TurnRecord) -> None:
             thread_id=record.thread.pk,
         )
     except Exception as exc:  # any failure: the turn proceeds without long-term memory
-        logger.warning("recall failed for chat turn %s", record.stored_turn.pk, exc_info=True)
+        turn = record.turn.pk if record.turn is not None else "(transient)"
+        logger.warning("recall failed for chat turn %s", turn, exc_info=True)
         record.recall_error = f"{type(exc).__name__}: {exc}"[:2000]
 
 
@@ -244,7 +252,12 @@ def step_build_input(record: TurnRecord) -> None:
         system_prompt=agent_turn.system_prompt(record.agent, record.system_prompt),
     )
     record.model_input = [agent_turn.chat_message(m) for m in window.messages]
-    record.tools = agent_turn.tools_for(record.agent)
+    if record.transient:
+        # Not stored, so not in the window: the model gets it after the thread's context.
+        record.model_input.append(ChatMessage(role="user", content=record.content))
+    # A transient send leaves no trace in the agent's history, so it never gets the
+    # memory tools (spec 004 "The tools").
+    record.tools = [] if record.transient else agent_turn.tools_for(record.agent)
     layers = {
         "systemPrompt": count_tokens(record.system_prompt),
         "recallContext": count_tokens(recall_context),
@@ -279,10 +292,10 @@ class DeltaBatch:
     gathered since the last frame go out once MEMORY_CHAT_FLUSH_MS milliseconds have
     passed since it or MEMORY_CHAT_FLUSH_CHARS characters are waiting, and whatever is
     left when the block ends (also on an error). One frame a word cost every open tab
-    a message per word."""
+    a message per word. A ``silent`` batch (a transient send) sends nothing."""
 
-    def __init__(self, *, thread_id: Any, turn_id: int) -> None:
-        self.thread_id, self.turn_id = thread_id, turn_id
+    def __init__(self, *, thread_id: Any, turn_id: int | None, silent: bool = False) -> None:
+        self.thread_id, self.turn_id, self.silent = thread_id, turn_id, silent
         self.waiting: list[str] = []
         self.size = 0
         self.last = time.perf_counter()
@@ -298,7 +311,7 @@ class DeltaBatch:
 
     def flush(self) -> None:
         """Send what is waiting as one ``chat.delta`` ``{"turnId", "text"}``."""
-        if self.waiting:
+        if self.waiting and not self.silent:
             text = "".join(self.waiting)
             events.chat_stream(self.thread_id, "chat.delta", {"turnId": self.turn_id, "text": text})
             self.frames += 1
@@ -315,7 +328,8 @@ def _stream_round(record: TurnRecord, start: float, tools: list[ToolSpec]) -> li
     """One model call: stream its text to ``chat.delta``, add its usage, return the tool
     calls it asked for."""
     calls: list[ToolCall] = []
-    batch = DeltaBatch(thread_id=record.thread.pk, turn_id=record.stored_turn.pk)
+    turn_id = None if record.transient else record.stored_turn.pk
+    batch = DeltaBatch(thread_id=record.thread.pk, turn_id=turn_id, silent=record.transient)
     stream = llm.get_model().reply(
         system_instruction=record.instruction, messages=record.model_input, tools=tools or None
     )
@@ -395,6 +409,8 @@ def step_call_model(record: TurnRecord) -> None:
 
 
 def _record_failure(record: TurnRecord, error: ModelError) -> None:
+    if record.transient:  # nothing was stored, nothing is recorded
+        raise ModelCallFailed(str(error), kind=error.kind) from error
     turn = record.stored_turn
     message = f"{error.kind}: {error}"[:2000]
     record.context["model"] = record.model_name
@@ -487,22 +503,55 @@ TURN_STEPS: list[tuple[Callable[[TurnRecord], None], str | None]] = [
 ]
 
 
+# A transient send (spec 004): the thread's context and the model, nothing stored.
+TRANSIENT_STEPS: list[tuple[Callable[[TurnRecord], None], str | None]] = [
+    (step_prepare, "prepareMs"),
+    (step_recall, "recallMs"),
+    (step_build_input, None),
+    (step_call_model, None),
+]
+
+
+def _prepare_summary(record: TurnRecord) -> dict[str, Any]:
+    window = record.window
+    assert window is not None, "the prepare step runs first"
+    return {
+        "messageCount": window.message_count,
+        "truncated": window.truncated,
+        "compacted": window.compacted,
+    }
+
+
 def turn_body(record: TurnRecord) -> dict[str, Any]:
     """The 201 body of spec 002 (without ``recall``) for a finished ``record``."""
     assert record.user_outcome is not None and record.reply_outcome is not None
-    window = record.window
-    assert window is not None
     return {
         "userMessage": user_message_dict(record.user_outcome.message),
         "assistantMessage": assistant_message_dict(record.reply_outcome.message),
         "compacted": record.user_outcome.compacted or record.reply_outcome.compacted,
-        "prepare": {
-            "messageCount": window.message_count,
-            "truncated": window.truncated,
-            "compacted": window.compacted,
-        },
+        "prepare": _prepare_summary(record),
         "recallSummary": _recall_summary(record.recalled),
         "turnId": record.stored_turn.pk,
+    }
+
+
+def transient_body(record: TurnRecord) -> dict[str, Any]:
+    """The 200 body of a transient send (without ``recall``): ``{"transient": true,
+    "assistantMessage": {"role": "assistant", "content", "model"}, "prepare":
+    {"messageCount", "truncated", "compacted"}, "recallSummary": {...}, "usage":
+    {"inputTokens", "outputTokens"} | null}``. No ids or sequence numbers: nothing was
+    stored. ``usage`` is the provider's token counts (null when it gave none)."""
+    spent = record.model_usage
+    return {
+        "transient": True,
+        "assistantMessage": {
+            "role": "assistant", "content": record.reply_text, "model": record.model_name or None,
+        },
+        "prepare": _prepare_summary(record),
+        "recallSummary": _recall_summary(record.recalled),
+        "usage": None
+        if spent is None
+        else {"inputTokens": spent.input_tokens, "outputTokens": spent.output_tokens},
     }
 
 
@@ -514,6 +563,7 @@ def chat_turn(
     system_prompt: str = "",
     message_limit: int = working.MESSAGE_LIMIT_DEFAULT,
     verbose: bool = False,
+    transient: bool = False,
 ) -> dict[str, Any]:
     """Run one playground chat turn on ``thread`` (TURN_STEPS) and return the 201 body
     of spec 002.
@@ -526,6 +576,10 @@ def chat_turn(
     ``chat.delta`` ``{"turnId", "text"}`` per piece of the reply, then ``chat.done`` (the
     body without ``recall``), through memoryapp.events.
 
+    ``transient``: TRANSIENT_STEPS instead (no tools, nothing stored, no event); the
+    body is transient_body's (plus ``recall`` when ``verbose``), and a failed model call
+    raises a plain ModelCallFailed (no userMessage, no turnId).
+
     Raises ChatModelFailed (a ModelCallFailed) when the model call fails, and
     ThreadNotFound when the thread is deleted during any step.
     """
@@ -535,15 +589,19 @@ def chat_turn(
         content=content,
         system_prompt=system_prompt,
         message_limit=message_limit,
+        transient=transient,
         adapter=llm.adapter_name(),
     )
-    for step, timing in TURN_STEPS:
+    for step, timing in TRANSIENT_STEPS if transient else TURN_STEPS:
         start = time.perf_counter()
         step(record)
         if timing is not None:
             record.timings[timing] = record.timings.get(timing, 0) + _ms(start)
-    body = turn_body(record)
-    events.chat_stream(thread.pk, "chat.done", dict(body))
+    if transient:
+        body = transient_body(record)
+    else:
+        body = turn_body(record)
+        events.chat_stream(thread.pk, "chat.done", dict(body))
     if verbose:
         body["recall"] = record.recalled
     return body

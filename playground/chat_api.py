@@ -13,7 +13,9 @@ Answers, all JSON (the caller is fetch()):
 - Bad JSON or fields: 400 ``{"error": "Validation error", "issues": [...]}``; content
   over the size limit: 413, as on /v1.
 - The model failing: 502 ``{"error": "Model call failed", "kind", "detail",
-  "userMessage", "turnId"}``; the user message stays stored.
+  "userMessage", "turnId"}``; the user message stays stored. On a transient send
+  (``"transient": true``: no tools, nothing stored; memoryapp.chat) the 502 has neither
+  ``userMessage`` nor ``turnId``, and success is 200 with memoryapp.chat.transient_body.
 """
 
 from __future__ import annotations
@@ -75,11 +77,14 @@ class ChatIn(BaseModel):
     systemPrompt: SystemPrompt | None = None
     messageLimit: MessageLimit = MESSAGE_LIMIT_DEFAULT
     verbose: StrictBool = False
+    # spec 004 "The tools": a transient send offers no tools and leaves no trace.
+    transient: StrictBool = False
 
 
 @chat_api.post("/threads/{uuid:thread_id}/chat", url_name="chat")
 def chat(request: HttpRequest, thread_id: uuid.UUID, payload: ChatIn) -> HttpResponse:
-    """Run one playground chat turn (memoryapp.chat.chat_turn); 201 with its body."""
+    """Run one playground chat turn (memoryapp.chat.chat_turn); 201 with its body, or
+    200 with the transient body for ``transient: true`` (nothing created)."""
     thread = request.auth  # type: ignore[attr-defined]  # ThreadMemberAuth's Thread
     assert isinstance(thread, Thread) and thread.pk == thread_id
     body = chat_turn(
@@ -89,5 +94,6 @@ def chat(request: HttpRequest, thread_id: uuid.UUID, payload: ChatIn) -> HttpRes
         system_prompt=payload.systemPrompt or "",
         message_limit=payload.messageLimit,
         verbose=payload.verbose,
+        transient=payload.transient,
     )
-    return JsonResponse(body, status=201)
+    return JsonResponse(body, status=200 if payload.transient else 201)

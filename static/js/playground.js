@@ -17,6 +17,7 @@
     var systemPrompt = document.getElementById("chat-system-prompt");
     var messageLimit = document.getElementById("chat-message-limit");
     var verbose = document.getElementById("chat-verbose");
+    var transient = document.getElementById("chat-transient");
     var pendingList = document.getElementById("chat-pending");
     var scroller = document.getElementById("chat-scroll");
     var errorBox = document.getElementById("chat-error");
@@ -24,6 +25,7 @@
     var lastTurn = document.getElementById("last-turn");
     var recallBox = document.getElementById("recall-payload");
     var idleText = stateEl ? stateEl.textContent : "";
+    var transientText = "Transient: the model gets no memory tools and nothing is stored · Enter sends";
 
     var current = null; // the turn this page is sending: {user, assistant, turnId}
     var streams = new Map(); // turnId -> bubble, for turns streamed from any page
@@ -73,8 +75,9 @@
     function setBusy(busy) {
       sendButton.disabled = busy;
       form.setAttribute("aria-busy", busy ? "true" : "false");
-      setState(busy ? "Waiting for the reply…" : idleText);
+      setState(busy ? "Waiting for the reply…" : (transient && transient.checked ? transientText : idleText));
     }
+    if (transient) transient.addEventListener("change", function () { if (!current) setBusy(false); });
 
     function clearError() {
       errorBox.hidden = true;
@@ -116,7 +119,9 @@
 
     function describeTurn(body) {
       var parts = [];
-      if (body.userMessage && body.assistantMessage) {
+      if (body.transient) {
+        parts.push("Transient send: nothing stored, no memory tools");
+      } else if (body.userMessage && body.assistantMessage) {
         parts.push("Turn " + body.turnId + ": #" + body.userMessage.sequenceNumber + " → #" + body.assistantMessage.sequenceNumber);
       }
       if (body.prepare) {
@@ -165,13 +170,15 @@
       }
       clearError();
       var payload = { content: content, verbose: verbose.checked };
+      var isTransient = Boolean(transient && transient.checked);
+      if (isTransient) payload.transient = true;
       var limit = messageLimit.value.trim();
       if (limit !== "") payload.messageLimit = Number(limit);
       if (systemPrompt.value.trim()) payload.systemPrompt = systemPrompt.value;
 
       current = {
         turnId: null,
-        user: bubble("user", "sending…", content),
+        user: bubble("user", isTransient ? "transient · sending…" : "sending…", content),
         assistant: bubble("assistant", "thinking…", ""),
       };
       input.value = "";
@@ -201,7 +208,10 @@
       var turn = current;
       if (body && body.turnId !== undefined && body.turnId !== null) finished.add(body.turnId);
       if (turn.turnId !== null) finished.add(turn.turnId);
-      if (response.status === 201 && body) {
+      if (response.status === 200 && body && body.transient) {
+        // Nothing was stored: the two bubbles stay, marked, and nothing is refreshed.
+        showTransient(turn, body);
+      } else if (response.status === 201 && body) {
         if (body.turnId !== undefined) streams.delete(body.turnId);
         describeTurn(body);
         loadTurnContext(body.turnId);
@@ -212,6 +222,7 @@
       } else if (response.status === 502) {
         var kept = body && body.userMessage ? " Your message was kept as #" + body.userMessage.sequenceNumber + "." : "";
         showError("The model call failed." + kept, [body && body.error ? body.error : "Model call failed"].concat(detailLines(body)));
+        if (isTransient) input.value = content; // nothing was stored: keep the text to resend
         await refreshPanels();
         drop(turn.user);
         drop(turn.assistant);
@@ -248,6 +259,19 @@
           body && body.error ? [body.error] : []);
       }
       finish();
+    }
+
+    function showTransient(turn, body) {
+      [turn.user, turn.assistant].forEach(function (b) {
+        b.li.classList.remove("message--pending");
+        b.li.classList.add("message--transient");
+        b.note.textContent = "transient · not stored";
+      });
+      turn.user.li.dataset.testid = "transient-user";
+      turn.assistant.li.dataset.testid = "transient-assistant";
+      turn.assistant.content.textContent = body.assistantMessage ? body.assistantMessage.content : "";
+      describeTurn(body);
+      toBottom();
     }
 
     function finish() {
