@@ -8,14 +8,11 @@ number and time so facts can cite their sources and resolve relative dates.
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
-from memoryapp.llm import prompts
+from memoryapp.llm import answers, prompts
 from memoryapp.llm.port import (
     EpisodeExtraction,
-    ExtractedEntity,
     ExtractedFact,
     ModelError,
     TranscriptMessage,
@@ -23,56 +20,28 @@ from memoryapp.llm.port import (
 )
 
 #: The JSON the episode prompt asks for (Gemini ``response_json_schema``).
-EPISODE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "title": {"type": "string"},
-        "summary": {"type": "string"},
-        "quotedSequences": {"type": "array", "items": {"type": "integer"}},
-        "facts": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "text": {"type": "string"},
-                    "subject": {"type": "string"},
-                    "attribute": {"type": "string"},
-                    "value": {"type": "string"},
+EPISODE_SCHEMA = prompts.object_schema(
+    {
+        "title": prompts.STRING,
+        "summary": prompts.STRING,
+        "quotedSequences": prompts.array_schema(prompts.INTEGER),
+        "facts": prompts.array_schema(
+            prompts.object_schema(
+                {
+                    **prompts.FACT_PROPERTIES,
+                    "attribute": prompts.STRING,
+                    "value": prompts.STRING,
                     "singleValued": {"type": "boolean"},
-                    "entities": {"type": "array", "items": {"type": "string"}},
-                    "sourceSequences": {"type": "array", "items": {"type": "integer"}},
+                    "entities": prompts.array_schema(prompts.STRING),
+                    "sourceSequences": prompts.array_schema(prompts.INTEGER),
                 },
-                "required": ["text", "subject", "sourceSequences"],
-            },
-        },
-        "entities": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string"},
-                    "kind": {"type": "string"},
-                    "summary": {"type": "string"},
-                },
-                "required": ["name"],
-            },
-        },
+                ["text", "subject", "sourceSequences"],
+            )
+        ),
+        "entities": prompts.ENTITIES_SCHEMA,
     },
-    "required": ["title", "summary", "facts", "entities"],
-}
-
-
-def episode_transcript(messages: list[TranscriptMessage]) -> str:
-    """``<transcript>`` with one escaped ``<message seq role time>`` element per message."""
-    lines = ["<transcript>"]
-    for m in messages:
-        when = f' time="{m.created_at.strftime("%Y-%m-%d %H:%M")} UTC"' if m.created_at else ""
-        lines.append(
-            f'<message seq="{m.sequence_number}" role="{prompts._attr(m.role)}"{when}>'
-            f"{prompts._text(m.content)}</message>"
-        )
-    lines.append("</transcript>")
-    return "\n".join(lines)
+    ["title", "summary", "facts", "entities"],
+)
 
 
 def episode_prompt(*, messages: list[TranscriptMessage]) -> prompts.Prompt:
@@ -107,12 +76,8 @@ def episode_prompt(*, messages: list[TranscriptMessage]) -> prompts.Prompt:
             "Never invent anything that is not in the transcript. Empty arrays are fine.",
         ]
     )
-    user = episode_transcript(messages) + "\n\nReturn the episode as JSON."
+    user = prompts.transcript_block(messages, with_time=True) + "\n\nReturn the episode as JSON."
     return prompts.Prompt(system=system, user=user)
-
-
-def _text(value: Any, limit: int) -> str:
-    return value.strip()[:limit] if isinstance(value, str) else ""
 
 
 def _ints(value: Any) -> tuple[int, ...]:
@@ -130,56 +95,38 @@ def _strings(value: Any) -> tuple[str, ...]:
 def _fact(item: Any) -> ExtractedFact | None:
     if not isinstance(item, dict):
         return None
-    text = _text(item.get("text"), 2000)
+    text = answers.clean(item.get("text"), 2000)
     if not text:
         return None
-    attribute = _text(item.get("attribute"), 100)
+    attribute = answers.clean(item.get("attribute"), 100)
     return ExtractedFact(
         text=text,
-        subject=_text(item.get("subject"), 200) or None,
+        subject=answers.clean(item.get("subject"), 200) or None,
         attribute=attribute,
-        value=_text(item.get("value"), 500) if attribute else "",
+        value=answers.clean(item.get("value"), 500) if attribute else "",
         single_valued=item.get("singleValued") is True,
         entities=_strings(item.get("entities")),
         source_sequences=_ints(item.get("sourceSequences")),
     )
 
 
-_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL | re.IGNORECASE)
-
-
 def parse_episode(text: str, *, model: str, usage: Usage) -> EpisodeExtraction:
     """The episode in the model's JSON answer. Raises ModelError (``bad_response``) when
     the answer is not JSON, not an object, or lacks a string ``title``/``summary`` or an
     array ``facts``/``entities``; single malformed items inside the arrays are skipped."""
-    fenced = _FENCE.match(text)
-    try:
-        data = json.loads(fenced.group(1) if fenced else text)
-    except ValueError as exc:
-        raise ModelError("extract_episode: the answer was not JSON", kind="bad_response") from exc
-    if not isinstance(data, dict):
-        raise ModelError("extract_episode: the answer was not a JSON object", kind="bad_response")
+    data = answers.json_object(text, what="extract_episode")
     for name, kind in (("title", str), ("summary", str), ("facts", list), ("entities", list)):
         if not isinstance(data.get(name), kind):
             raise ModelError(
                 f"extract_episode: the answer has no valid {name!r}", kind="bad_response"
             )
     facts = [f for f in (_fact(item) for item in data["facts"]) if f is not None]
-    entities: dict[str, ExtractedEntity] = {}
-    for item in data["entities"]:
-        name = _text(item.get("name"), 200) if isinstance(item, dict) else ""
-        if name and name.casefold() not in entities:
-            entities[name.casefold()] = ExtractedEntity(
-                name=name,
-                kind=_text(item.get("kind"), 50).lower() or "thing",
-                summary=_text(item.get("summary"), 1000),
-            )
     return EpisodeExtraction(
-        title=_text(data["title"], 200),
-        summary=_text(data["summary"], 20_000),
+        title=answers.clean(data["title"], 200),
+        summary=answers.clean(data["summary"], 20_000),
         quoted_sequences=_ints(data.get("quotedSequences")),
         facts=facts,
-        entities=list(entities.values()),
+        entities=answers.entities(data["entities"]),
         model=model,
         usage=usage,
     )

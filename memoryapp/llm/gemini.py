@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -39,7 +38,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from memoryapp.llm import episode_prompt, prompts
+from memoryapp.llm import answers, episode_prompt, prompts
 from memoryapp.llm.port import (
     ChatMessage,
     EpisodeExtraction,
@@ -241,26 +240,13 @@ def fit_to_budget(text: str, max_tokens: int) -> str:
     return "\n".join(kept).strip()
 
 
-_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL | re.IGNORECASE)
-
-
-def _clean(value: Any, limit: int) -> str:
-    return value.strip()[:limit] if isinstance(value, str) else ""
-
-
 def parse_extraction(text: str) -> tuple[list[ExtractedFact], list[ExtractedEntity]]:
     """Facts and entities from the model's JSON (EXTRACTION_SCHEMA), defensively: a code
     fence is stripped, malformed items are skipped, strings are trimmed and capped, a fact
-    may be a bare string, entities are de-duplicated by name (case-insensitive).
-    Raises ModelError (``bad_response``) when the text is not a JSON object."""
-    fenced = _FENCE.match(text)
-    try:
-        data = json.loads(fenced.group(1) if fenced else text)
-    except ValueError as exc:
-        raise ModelError("Gemini extract: the answer was not JSON", kind="bad_response") from exc
-    if not isinstance(data, dict):
-        raise ModelError("Gemini extract: the answer was not a JSON object", kind="bad_response")
-
+    may be a bare string, entities are de-duplicated by name (case-insensitive;
+    memoryapp.llm.answers). Raises ModelError (``bad_response``) when the text is not a
+    JSON object."""
+    data = answers.json_object(text, what="Gemini extract")
     facts: list[ExtractedFact] = []
     raw_facts = data.get("facts")
     for item in raw_facts if isinstance(raw_facts, list) else []:
@@ -268,26 +254,12 @@ def parse_extraction(text: str) -> tuple[list[ExtractedFact], list[ExtractedEnti
             item = {"text": item}
         if not isinstance(item, dict):
             continue
-        fact_text = _clean(item.get("text"), 2000)
+        fact_text = answers.clean(item.get("text"), 2000)
         if fact_text:
             facts.append(
-                ExtractedFact(text=fact_text, subject=_clean(item.get("subject"), 200) or None)
+                ExtractedFact(text=fact_text, subject=answers.clean(item.get("subject"), 200) or None)
             )
-
-    entities: dict[str, ExtractedEntity] = {}
-    raw_entities = data.get("entities")
-    for item in raw_entities if isinstance(raw_entities, list) else []:
-        if not isinstance(item, dict):
-            continue
-        name = _clean(item.get("name"), 200)
-        if not name or name.casefold() in entities:
-            continue
-        entities[name.casefold()] = ExtractedEntity(
-            name=name,
-            kind=_clean(item.get("kind"), 50).lower() or "thing",
-            summary=_clean(item.get("summary"), 1000),
-        )
-    return facts, list(entities.values())
+    return facts, answers.entities(data.get("entities"))
 
 
 def _reply_parts(message: ChatMessage) -> tuple[list[types.Part], str]:

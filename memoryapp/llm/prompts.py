@@ -48,6 +48,22 @@ class Prompt:
     user: str
 
 
+#: JSON-schema types, for the schemas the prompts ask their answers in.
+STRING: dict[str, Any] = {"type": "string"}
+INTEGER: dict[str, Any] = {"type": "integer"}
+
+
+def object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """The JSON schema of an object with ``properties`` (name -> schema), of which
+    ``required`` must be present."""
+    return {"type": "object", "properties": properties, "required": required}
+
+
+def array_schema(items: dict[str, Any]) -> dict[str, Any]:
+    """The JSON schema of an array of ``items``."""
+    return {"type": "array", "items": items}
+
+
 def _text(value: str) -> str:
     # Escaping < and > is what keeps a message from closing its delimiter; & first so
     # an already-escaped "&lt;" in the data survives as literal text.
@@ -58,13 +74,17 @@ def _attr(value: str | int) -> str:
     return escape(str(value), quote=True)
 
 
-def transcript_block(messages: list[TranscriptMessage]) -> str:
+def transcript_block(messages: list[TranscriptMessage], *, with_time: bool = False) -> str:
     """``<transcript>`` with one escaped ``<message seq=.. role=..>`` element per message,
-    oldest first."""
+    oldest first. ``with_time`` adds ``time="YYYY-MM-DD HH:MM UTC"`` to each message that
+    has a ``created_at`` (the episode prompt resolves relative dates with it)."""
     lines = ["<transcript>"]
     for message in messages:
+        when = ""
+        if with_time and message.created_at:
+            when = f' time="{message.created_at.strftime("%Y-%m-%d %H:%M")} UTC"'
         lines.append(
-            f'<message seq="{_attr(message.sequence_number)}" role="{_attr(message.role)}">'
+            f'<message seq="{_attr(message.sequence_number)}" role="{_attr(message.role)}"{when}>'
             f"{_text(message.content)}</message>"
         )
     lines.append("</transcript>")
@@ -123,21 +143,13 @@ def compaction_prompt(
 
 
 #: The JSON an agent's compaction asks for: the summary plus the rewritten open notes.
-NOTES_SUMMARY_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "summary": {"type": "string"},
-        "notes": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"name": {"type": "string"}, "content": {"type": "string"}},
-                "required": ["name", "content"],
-            },
-        },
+NOTES_SUMMARY_SCHEMA = object_schema(
+    {
+        "summary": STRING,
+        "notes": array_schema(object_schema({"name": STRING, "content": STRING}, ["name", "content"])),
     },
-    "required": ["summary", "notes"],
-}
+    ["summary", "notes"],
+)
 
 
 def notes_compaction_prompt(
@@ -176,36 +188,19 @@ def notes_compaction_prompt(
     return Prompt(system=system, user=f"{notes}\n\n{base.user}")
 
 
+#: The ``entities`` array of every extraction answer (EXTRACTION_SCHEMA and the episode
+#: prompt's), as memoryapp.llm.answers.entities reads it.
+ENTITIES_SCHEMA = array_schema(
+    object_schema({"name": STRING, "kind": STRING, "summary": STRING}, ["name"])
+)
+#: What every extracted fact has (the episode prompt's facts add more).
+FACT_PROPERTIES: dict[str, Any] = {"text": STRING, "subject": STRING}
+
 #: The JSON the extraction prompt asks for (Gemini ``response_json_schema``).
-EXTRACTION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "facts": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "text": {"type": "string"},
-                    "subject": {"type": "string"},
-                },
-                "required": ["text"],
-            },
-        },
-        "entities": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string"},
-                    "kind": {"type": "string"},
-                    "summary": {"type": "string"},
-                },
-                "required": ["name"],
-            },
-        },
-    },
-    "required": ["facts", "entities"],
-}
+EXTRACTION_SCHEMA = object_schema(
+    {"facts": array_schema(object_schema(FACT_PROPERTIES, ["text"])), "entities": ENTITIES_SCHEMA},
+    ["facts", "entities"],
+)
 
 
 def extraction_prompt(*, messages: list[TranscriptMessage]) -> Prompt:
