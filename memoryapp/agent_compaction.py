@@ -25,14 +25,13 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from memoryapp import events, llm, notes
+from memoryapp.compaction_lease import compaction_lease
 from memoryapp.errors import ModelCallFailed, ThreadNotFound
 from memoryapp.llm.port import ModelError, OpenNote, Summary, TranscriptMessage
 from memoryapp.models import Agent, MemoryNote, Message, Thread
@@ -271,24 +270,14 @@ def auto_compact(*, thread_id: uuid.UUID) -> AutoCompaction:
     module docstring); the run that committed, if any. One run per thread at a time (the
     same lease as memoryapp.compaction); never raises for a model failure (it is recorded
     on the thread and returned as ``error``; the next append tries again)."""
-    now = timezone.now()
-    until = now + timedelta(seconds=int(settings.MEMORY_COMPACTION_LEASE_SECONDS))
-    claimed = (
-        Thread.objects.filter(pk=thread_id)
-        .filter(Q(compaction_lease_until__isnull=True) | Q(compaction_lease_until__lt=now))
-        .update(compaction_lease_until=until)
-    )
-    if not claimed:
-        return AutoCompaction()
-    try:
-        result = _run(thread_id, manual=False)
-    except ModelError as exc:
-        logger.warning("agent compaction of thread %s failed", thread_id, exc_info=True)
-        return AutoCompaction(error=f"{exc.kind}: {exc}")
-    except ThreadNotFound:
-        return AutoCompaction()
-    finally:
-        Thread.objects.filter(pk=thread_id, compaction_lease_until=until).update(
-            compaction_lease_until=None
-        )
+    with compaction_lease(thread_id) as held:
+        if not held:
+            return AutoCompaction()
+        try:
+            result = _run(thread_id, manual=False)
+        except ModelError as exc:
+            logger.warning("agent compaction of thread %s failed", thread_id, exc_info=True)
+            return AutoCompaction(error=f"{exc.kind}: {exc}")
+        except ThreadNotFound:
+            return AutoCompaction()
     return AutoCompaction(runs=(result,) if result else ())

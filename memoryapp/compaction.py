@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from memoryapp import events, llm, working
+from memoryapp.compaction_lease import compaction_lease
 from memoryapp.errors import ModelCallFailed, ThreadNotFound
 from memoryapp.llm.port import ModelError, TranscriptMessage
 from memoryapp.models import Message, Project, Thread
@@ -215,18 +215,6 @@ def _agent_thread(thread_id: uuid.UUID) -> bool:
     return Thread.objects.filter(pk=thread_id, agent__isnull=False).exists()
 
 
-def _claim_lease(thread_id: uuid.UUID) -> datetime | None:
-    """Take the thread's auto-compaction lease; return its expiry, or None if another run holds it."""
-    now = timezone.now()
-    until = now + timedelta(seconds=int(settings.MEMORY_COMPACTION_LEASE_SECONDS))
-    claimed = (
-        Thread.objects.filter(pk=thread_id)
-        .filter(Q(compaction_lease_until__isnull=True) | Q(compaction_lease_until__lt=now))
-        .update(compaction_lease_until=until)
-    )
-    return until if claimed else None
-
-
 def _due_again(thread_id: uuid.UUID) -> int | None:
     """If the thread's un-compacted count is at its threshold again, the newest un-compacted
     message's sequence number (to keep verbatim), else None."""
@@ -271,21 +259,19 @@ def auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> AutoCompac
     for _ in range(MAX_CATCH_UP_RUNS):
         if keep_from is None:
             break
-        lease = _claim_lease(thread_id)
-        if lease is None:
-            break
-        try:
-            result = compact(thread_id=thread_id, keep_from_sequence=keep_from, require_threshold=True)
-        except ModelCallFailed as exc:
-            logger.warning("auto-compaction of thread %s failed", thread_id, exc_info=True)
-            error = f"{exc.kind}: {exc}"
-            break
-        except ThreadNotFound:
-            break
-        finally:
-            Thread.objects.filter(pk=thread_id, compaction_lease_until=lease).update(
-                compaction_lease_until=None
-            )
+        with compaction_lease(thread_id) as held:
+            if not held:
+                break
+            try:
+                result = compact(
+                    thread_id=thread_id, keep_from_sequence=keep_from, require_threshold=True
+                )
+            except ModelCallFailed as exc:
+                logger.warning("auto-compaction of thread %s failed", thread_id, exc_info=True)
+                error = f"{exc.kind}: {exc}"
+                break
+            except ThreadNotFound:
+                break
         if result is None:
             break
         runs.append(result)

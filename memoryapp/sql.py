@@ -14,7 +14,7 @@ import fcntl
 import os
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -123,6 +123,23 @@ def _db_uuid(value: uuid.UUID) -> Any:
     return Thread._meta.pk.get_db_prep_value(value, connection)
 
 
+def _fetch_one(sql: str, params: list[Any]) -> tuple[Any, ...] | None:
+    """The first row ``sql`` returns with ``params``, or None."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row: tuple[Any, ...] | None = cursor.fetchone()
+    return row
+
+
+def _scoped_row(
+    build_sql: Callable[[str, bool], str], params: list[Any], project_id: int | None
+) -> tuple[Any, ...] | None:
+    """The first row of ``build_sql(vendor, scoped)``: scoped to project ``project_id``
+    (its last parameter) when one is given."""
+    scoped = project_id is not None
+    return _fetch_one(build_sql(connection.vendor, scoped), [*params, project_id] if scoped else params)
+
+
 @cache
 def _bump_sql(vendor: str, scoped: bool) -> str:
     t = _q(Thread._meta.db_table)
@@ -159,12 +176,8 @@ def thread_bump(
     t_in, t_out, t_total, counted = (
         (tokens["input"], tokens["output"], tokens["total"], 1) if tokens else (0, 0, 0, 0)
     )
-    params: list[Any] = [at, at, at, t_in, t_out, t_total, counted, _db_uuid(thread_id)]
-    if project_id is not None:
-        params.append(project_id)
-    with connection.cursor() as cursor:
-        cursor.execute(_bump_sql(connection.vendor, project_id is not None), params)
-        row = cursor.fetchone()
+    params = [at, at, at, t_in, t_out, t_total, counted, _db_uuid(thread_id)]
+    row = _scoped_row(_bump_sql, params, project_id)
     if row is None:
         return None
     return Counters(
@@ -213,9 +226,7 @@ def message_id_by_key(*, thread_id: uuid.UUID, idempotency_key: str) -> uuid.UUI
         f"SELECT id FROM {_q(Message._meta.db_table)} "
         "WHERE thread_id = %s AND idempotency_key = %s"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [_db_uuid(thread_id), idempotency_key])
-        row = cursor.fetchone()
+    row = _fetch_one(sql, [_db_uuid(thread_id), idempotency_key])
     return None if row is None else _uuid(row[0])
 
 
@@ -226,9 +237,7 @@ def last_message_time(*, thread_id: uuid.UUID) -> datetime | None:
         f"SELECT created_at FROM {_q(Message._meta.db_table)} "
         "WHERE thread_id = %s AND NOT is_summary ORDER BY sequence_number DESC LIMIT 1"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [_db_uuid(thread_id)])
-        row = cursor.fetchone()
+    row = _fetch_one(sql, [_db_uuid(thread_id)])
     if row is None:
         return None
     value = row[0]
@@ -253,12 +262,7 @@ def _head_sql(vendor: str, scoped: bool) -> str:
 def window_head(*, thread_id: uuid.UUID, project_id: int | None) -> WindowHead | None:
     """Read prepare's thread fields and the active summary in one statement; None when
     no thread ``thread_id`` exists (in project ``project_id``, when given)."""
-    params: list[Any] = [_db_uuid(thread_id)]
-    if project_id is not None:
-        params.append(project_id)
-    with connection.cursor() as cursor:
-        cursor.execute(_head_sql(connection.vendor, project_id is not None), params)
-        row = cursor.fetchone()
+    row = _scoped_row(_head_sql, [_db_uuid(thread_id)], project_id)
     if row is None:
         return None
     return WindowHead(
