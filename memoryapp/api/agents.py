@@ -18,8 +18,8 @@ from ninja import Router, Status
 from pydantic import Field
 
 from memoryapp import agents, notes, working
-from memoryapp.api.schemas import ErrorOut, _In, _Out
-from memoryapp.models import ApiKey, Project
+from memoryapp.api.auth import request_project
+from memoryapp.api.schemas import ERRORS, ErrorOut, _In, _Out
 from memoryapp.validation import (
     INTEGRAL,
     Problem,
@@ -31,7 +31,6 @@ from memoryapp.validation import (
 
 router = Router(tags=["agents"])
 
-ERRORS: dict[int, Any] = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut}
 Tokens = Annotated[int, Field(strict=True, ge=1, le=100_000_000), INTEGRAL]
 
 
@@ -131,17 +130,11 @@ class NotesOut(_Out):
     storeCapBytes: int
 
 
-def _project(request: HttpRequest) -> Project:
-    key = request.auth  # type: ignore[attr-defined]
-    assert isinstance(key, ApiKey)
-    return key.project
-
-
 @router.put("/agents/{agent_name}", response={200: AgentOut, 201: AgentOut, **ERRORS}, summary="Define an agent")
 def put_agent(request: HttpRequest, agent_name: str, payload: AgentIn) -> Status[dict[str, Any]]:
     """Create (201) or update (200) the agent; its threads keep history and notes."""
     agent, created = agents.agent_define(
-        project=_project(request),
+        project=request_project(request),
         name=agent_name,
         system_prompt=payload.systemPrompt,
         memory=payload.memory.model_dump(exclude_none=True) if payload.memory is not None else None,
@@ -152,18 +145,18 @@ def put_agent(request: HttpRequest, agent_name: str, payload: AgentIn) -> Status
 
 @router.get("/agents", response={200: AgentListOut, **ERRORS}, summary="List agents")
 def list_agents(request: HttpRequest) -> dict[str, Any]:
-    return {"agents": [agents.agent_to_dict(a) for a in agents.agent_list(project=_project(request))]}
+    return {"agents": [agents.agent_to_dict(a) for a in agents.agent_list(project=request_project(request))]}
 
 
 @router.get("/agents/{agent_name}", response={200: AgentOut, **ERRORS}, summary="Get an agent")
 def get_agent(request: HttpRequest, agent_name: str) -> dict[str, Any]:
-    return agents.agent_to_dict(agents.agent_get(project=_project(request), name=agent_name))
+    return agents.agent_to_dict(agents.agent_get(project=request_project(request), name=agent_name))
 
 
 @router.get("/agents/{agent_name}/tools", response={200: ToolListOut, **ERRORS}, summary="An agent's tools")
 def get_tools(request: HttpRequest, agent_name: str) -> dict[str, Any]:
     """The memory tools as function declarations (empty when the agent has no memory)."""
-    agent = agents.agent_get(project=_project(request), name=agent_name)
+    agent = agents.agent_get(project=request_project(request), name=agent_name)
     return {"tools": [notes.tool_to_dict(t) for t in agents.agent_tools(agent=agent)]}
 
 
@@ -175,7 +168,7 @@ def get_tools(request: HttpRequest, agent_name: str) -> dict[str, Any]:
 def run_tool(request: HttpRequest, thread_id: str, payload: ToolCallIn) -> dict[str, Any]:
     """Runs one tool call of the thread's agent and records it with its result."""
     outcome = agents.thread_tool_call(
-        project=_project(request),
+        project=request_project(request),
         thread_id=thread_id,
         name=payload.name,
         arguments=payload.arguments,
@@ -190,5 +183,5 @@ def run_tool(request: HttpRequest, thread_id: str, payload: ToolCallIn) -> dict[
     summary="A thread's memory notes",
 )
 def get_notes(request: HttpRequest, thread_id: str) -> dict[str, Any]:
-    thread = working.thread_get(project=_project(request), thread_id=thread_id)
+    thread = working.thread_get(project=request_project(request), thread_id=thread_id)
     return notes.notes_view(thread=thread)

@@ -18,7 +18,7 @@ from django.dispatch import receiver
 from django.http import HttpRequest
 from ninja.security import HttpBearer
 
-from memoryapp.models import ApiKey
+from memoryapp.models import ApiKey, Project
 from memoryapp.models.projects import hash_secret
 from memoryapp.ratelimit import api_key_rate_check
 
@@ -92,3 +92,11 @@ class ApiKeyAuth(HttpBearer):
             key_cache.put(digest, key)
         api_key_rate_check(request=request, key=key)
         return key
+
+
+def request_project(request: HttpRequest) -> Project:
+    """The project of the API key that authenticated ``request`` (ApiKeyAuth made it
+    ``request.auth``; every /v1 route but the docs requires it)."""
+    key = request.auth  # type: ignore[attr-defined]
+    assert isinstance(key, ApiKey)
+    return key.project

@@ -21,20 +21,13 @@ from pydantic import field_validator
 from pydantic_core import PydanticCustomError
 
 from memoryapp import datasets
-from memoryapp.api.schemas import ErrorOut, _In, _Out
-from memoryapp.models import ApiKey, Project
+from memoryapp.api.auth import request_project
+from memoryapp.api.schemas import ERRORS, _In, _Out
 from memoryapp.validation import DATASET_MAX_LENGTH, Dataset, text_problem
 
 router = Router(tags=["data rights"])
 
-ERRORS: dict[int, Any] = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut}
 EXPORT_SUFFIX = "/export"
-
-
-def _project(request: HttpRequest) -> Project:
-    key = request.auth  # type: ignore[attr-defined]
-    assert isinstance(key, ApiKey)
-    return key.project
 
 
 class DatasetPath(_In):
@@ -77,7 +70,7 @@ class DatasetDeletedOut(_Out):
 )
 def export_dataset(request: HttpRequest, path: Path[DatasetPath]) -> StreamingHttpResponse:
     """Everything the project holds for the dataset, streamed as one JSON object."""
-    parts = datasets.dataset_export(project=_project(request), dataset=path.dataset)
+    parts = datasets.dataset_export(project=request_project(request), dataset=path.dataset)
     response = StreamingHttpResponse(parts, content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="{datasets.export_filename(path.dataset)}"'
     return response
@@ -91,7 +84,7 @@ def export_dataset(request: HttpRequest, path: Path[DatasetPath]) -> StreamingHt
 def delete_dataset(request: HttpRequest, path: Path[DatasetPath]) -> dict[str, int]:
     """Threads, messages, summaries, notes, turns, jobs, episodes, facts and entities of
     the dataset, for good; recall finds nothing afterwards."""
-    return datasets.dataset_delete(project=_project(request), dataset=path.dataset).to_dict()
+    return datasets.dataset_delete(project=request_project(request), dataset=path.dataset).to_dict()
 
 
 class ExportSuffixPath(_In):
@@ -122,4 +115,4 @@ class ExportSuffixPath(_In):
 def delete_dataset_named_export(request: HttpRequest, path: Path[ExportSuffixPath]) -> dict[str, int]:
     """Deletes the dataset named ``{dataset}/export``, as DELETE /datasets/{dataset} would
     (that route cannot be reached with such a name: this one matches first)."""
-    return datasets.dataset_delete(project=_project(request), dataset=path.dataset).to_dict()
+    return datasets.dataset_delete(project=request_project(request), dataset=path.dataset).to_dict()

@@ -14,25 +14,18 @@ from ninja import Query, Router, Schema, Status
 from pydantic import Field
 
 from memoryapp import episodic, serializers
-from memoryapp.api.schemas import ErrorOut, _Out
-from memoryapp.models import ApiKey, Project
+from memoryapp.api.auth import request_project
+from memoryapp.api.schemas import ERRORS, _Out
 from memoryapp.validation import Dataset, pydantic_rule, storable_pattern, storable_problem
 
 router = Router(tags=["episodic memory"])
 end_router = Router(tags=["working memory"])
 
-ERRORS: dict[int, Any] = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut}
 Cursor = Annotated[
     str,
     Field(max_length=500, json_schema_extra=lambda s: s.update(pattern=storable_pattern())),
     pydantic_rule(storable_problem),
 ]
-
-
-def _project(request: HttpRequest) -> Project:
-    key = request.auth  # type: ignore[attr-defined]
-    assert isinstance(key, ApiKey)
-    return key.project
 
 
 class EndOut(_Out):
@@ -83,7 +76,7 @@ def end_thread(request: HttpRequest, thread_id: str) -> Status[dict[str, Any]]:
     """Queues one job that writes an episode for the messages since the last end() and
     extracts facts and entities from them; poll ``GET /v1/memory/jobs/{jobId}``. The
     thread stays writable. Nothing new: 200 ``{"ok": true, "queued": false, ...}``."""
-    result = episodic.thread_end(project=_project(request), thread_id=thread_id)
+    result = episodic.thread_end(project=request_project(request), thread_id=thread_id)
     if result is None:
         return Status(200, dict(serializers.NOTHING_TO_EXTRACT))
     return Status(202, serializers.end_to_dict(result))
@@ -93,7 +86,7 @@ def end_thread(request: HttpRequest, thread_id: str) -> Status[dict[str, Any]]:
 def list_episodes(request: HttpRequest, filters: Query[EpisodeListQuery]) -> dict[str, Any]:
     """Newest first; ``threadId`` must be one of the project's threads (404 otherwise)."""
     episodes, next_cursor = episodic.episode_list(
-        project=_project(request),
+        project=request_project(request),
         dataset=filters.dataset,
         thread_id=filters.threadId,
         limit=filters.limit,
@@ -110,5 +103,5 @@ def list_episodes(request: HttpRequest, filters: Query[EpisodeListQuery]) -> dic
 )
 def get_episode(request: HttpRequest, episode_id: str) -> dict[str, Any]:
     """One episode of the key's project; 404 "Episode not found" for any other id."""
-    episode = episodic.episode_get(project=_project(request), episode_id=episode_id)
+    episode = episodic.episode_get(project=request_project(request), episode_id=episode_id)
     return serializers.episode_to_dict(episode)

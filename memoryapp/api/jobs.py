@@ -8,8 +8,8 @@ from django.http import HttpRequest
 from ninja import Router
 
 from memoryapp import jobs, serializers
+from memoryapp.api.auth import request_project
 from memoryapp.api.schemas import ErrorOut, JobOut
-from memoryapp.models import ApiKey
 
 router = Router(tags=["jobs"])
 
@@ -22,6 +22,5 @@ router = Router(tags=["jobs"])
 def get_job(request: HttpRequest, job_id: str) -> dict[str, Any]:
     """The job's status (queued, running, succeeded, failed), error and result; 404
     ``{"error": "Job not found"}`` for a job of another project or no job at all."""
-    key = request.auth  # type: ignore[attr-defined]
-    assert isinstance(key, ApiKey)
-    return serializers.job_to_dict(jobs.job_get(project=key.project, job_id=job_id))
+    project = request_project(request)
+    return serializers.job_to_dict(jobs.job_get(project=project, job_id=job_id))

@@ -15,8 +15,8 @@ from pydantic import ConfigDict, Field
 
 from memoryapp import recall as recall_domain
 from memoryapp import working
+from memoryapp.api.auth import request_project
 from memoryapp.api.schemas import ErrorOut
-from memoryapp.models import ApiKey
 from memoryapp.validation import INTEGRAL, Dataset, Query
 
 router = Router(tags=["recall"])
@@ -98,12 +98,11 @@ def recall(request: HttpRequest, payload: RecallIn) -> dict[str, Any]:
 
     A ``threadId`` that is not one of the key's project's threads answers 404 "Thread
     not found", as on every other route."""
-    key = request.auth  # type: ignore[attr-defined]
-    assert isinstance(key, ApiKey)
+    project = request_project(request)
     if payload.threadId is not None:
-        working.thread_get(project=key.project, thread_id=payload.threadId)
+        working.thread_get(project=project, thread_id=payload.threadId)
     return recall_domain.recall(
-        project=key.project,
+        project=project,
         dataset=payload.dataset,
         query=payload.query,
         include=list(dict.fromkeys(payload.include)),

@@ -81,6 +81,10 @@ class ErrorOut(_Out):
     issues: list[Issue] | None = None
 
 
+#: The error answers every authenticated route documents (bad input, no key, not found).
+ERRORS: dict[int, Any] = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut}
+
+
 # --- Threads ------------------------------------------------------------------------------
 
 

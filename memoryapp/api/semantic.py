@@ -13,20 +13,12 @@ from ninja import Query, Router, Schema, Status
 from pydantic import Field
 
 from memoryapp import datasets, semantic, serializers
+from memoryapp.api.auth import request_project
 from memoryapp.api.episodic import Cursor
-from memoryapp.api.schemas import ErrorOut, _Out
-from memoryapp.models import ApiKey, Project
+from memoryapp.api.schemas import ERRORS, _Out
 from memoryapp.validation import Dataset
 
 router = Router(tags=["semantic memory"])
-
-ERRORS: dict[int, Any] = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut}
-
-
-def _project(request: HttpRequest) -> Project:
-    key = request.auth  # type: ignore[attr-defined]
-    assert isinstance(key, ApiKey)
-    return key.project
 
 
 class FactOut(_Out):
@@ -84,7 +76,7 @@ def list_facts(request: HttpRequest, filters: Query[FactListQuery]) -> dict[str,
     """Current facts, newest first; superseded ones too with ``includeInvalidated=true``
     (each with ``invalidatedAt`` and the ``invalidatedBy`` fact)."""
     facts, next_cursor = semantic.fact_list(
-        project=_project(request),
+        project=request_project(request),
         dataset=filters.dataset,
         entity=filters.entity,
         include_invalidated=filters.includeInvalidated,
@@ -97,7 +89,7 @@ def list_facts(request: HttpRequest, filters: Query[FactListQuery]) -> dict[str,
 @router.delete("/facts/{fact_id}", response={204: None, **ERRORS}, summary="Forget a fact")
 def delete_fact(request: HttpRequest, fact_id: str) -> Status[None]:
     """Deletes the fact for good; recall and search stop returning it at once."""
-    datasets.fact_forget(project=_project(request), fact_id=fact_id)
+    datasets.fact_forget(project=request_project(request), fact_id=fact_id)
     return Status(204, None)
 
 
@@ -105,7 +97,7 @@ def delete_fact(request: HttpRequest, fact_id: str) -> Status[None]:
 def list_entities(request: HttpRequest, filters: Query[EntityListQuery]) -> dict[str, Any]:
     """By name; ``factCount`` counts the current facts about or mentioning the entity."""
     entities, next_cursor = semantic.entity_list(
-        project=_project(request),
+        project=request_project(request),
         dataset=filters.dataset,
         limit=filters.limit,
         cursor=filters.cursor,

@@ -13,7 +13,9 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Body, Query, Router, Status
 
 from memoryapp import agents, compaction, datasets, serializers, working
+from memoryapp.api.auth import request_project
 from memoryapp.api.schemas import (
+    ERRORS,
     AppendOut,
     CompactOut,
     ErrorOut,
@@ -31,22 +33,13 @@ from memoryapp.api.schemas import (
     ThreadPatchIn,
 )
 from memoryapp.errors import InvalidInput
-from memoryapp.models import ApiKey, Project
 
 router = Router(tags=["working memory"])
-
-ERRORS: dict[int, Any] = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut}
-
-
-def _project(request: HttpRequest) -> Project:
-    key = request.auth  # type: ignore[attr-defined]
-    assert isinstance(key, ApiKey)
-    return key.project
 
 
 @router.post("/threads", response={201: ThreadOut, **ERRORS}, summary="Create a thread")
 def create_thread(request: HttpRequest, payload: ThreadIn) -> Status[dict[str, Any]]:
-    project = _project(request)
+    project = request_project(request)
     agent = None
     if payload.agent is not None:
         agent = agents.agent_for_thread(project=project, name=payload.agent)
@@ -64,7 +57,7 @@ def create_thread(request: HttpRequest, payload: ThreadIn) -> Status[dict[str, A
 @router.get("/threads", response={200: ThreadListOut, **ERRORS}, summary="List threads")
 def list_threads(request: HttpRequest, filters: Query[ThreadListQuery]) -> dict[str, Any]:
     threads, next_cursor = working.thread_list(
-        project=_project(request),
+        project=request_project(request),
         dataset=filters.dataset,
         tag=filters.tag,
         limit=filters.limit,
@@ -75,7 +68,7 @@ def list_threads(request: HttpRequest, filters: Query[ThreadListQuery]) -> dict[
 
 @router.get("/threads/{thread_id}", response={200: ThreadOut, **ERRORS}, summary="Get a thread")
 def get_thread(request: HttpRequest, thread_id: str) -> dict[str, Any]:
-    thread = working.thread_get(project=_project(request), thread_id=thread_id)
+    thread = working.thread_get(project=request_project(request), thread_id=thread_id)
     return serializers.thread_to_dict(thread)
 
 
@@ -83,7 +76,7 @@ def get_thread(request: HttpRequest, thread_id: str) -> dict[str, Any]:
     "/threads/{thread_id}", response={200: ThreadOut, **ERRORS}, summary="Update a thread"
 )
 def patch_thread(request: HttpRequest, thread_id: str, payload: ThreadPatchIn) -> dict[str, Any]:
-    thread = working.thread_get(project=_project(request), thread_id=thread_id)
+    thread = working.thread_get(project=request_project(request), thread_id=thread_id)
     given = payload.model_dump(exclude_unset=True)
     names = {"autoCompactThreshold": "auto_compact_threshold"}
     changes = {names.get(k, k): v for k, v in given.items()}
@@ -93,7 +86,7 @@ def patch_thread(request: HttpRequest, thread_id: str, payload: ThreadPatchIn) -
 
 @router.delete("/threads/{thread_id}", response={204: None, **ERRORS}, summary="Delete a thread")
 def delete_thread(request: HttpRequest, thread_id: str) -> Status[None]:
-    thread = working.thread_get(project=_project(request), thread_id=thread_id)
+    thread = working.thread_get(project=request_project(request), thread_id=thread_id)
     datasets.thread_forget(thread=thread)
     return Status(204, None)
 
@@ -134,7 +127,7 @@ def append_message(
     # The project-scoped thread look-up is message_append's locked read (one query, not two).
     result = compaction.message_append_compacting(
         thread=thread_id,
-        project=_project(request),
+        project=request_project(request),
         role=payload.role,
         content=payload.content,
         tokens=tokens,
@@ -159,7 +152,7 @@ def list_messages(
     request: HttpRequest, thread_id: str, params: Query[MessageListQuery]
 ) -> dict[str, Any]:
     """Full rows including compacted ones and summaries, paged by sequenceNumber."""
-    thread = working.thread_get(project=_project(request), thread_id=thread_id)
+    thread = working.thread_get(project=request_project(request), thread_id=thread_id)
     page = working.message_list(
         thread=thread,
         limit=params.limit,
@@ -184,7 +177,7 @@ def prepare(
     """Pure SQL, no model call: [active summary] + the newest un-compacted messages."""
     limit = payload.messageLimit if payload is not None else 20
     # The project-scoped thread look-up is prepare's own first read (two statements in all).
-    window = working.prepare(thread=thread_id, project=_project(request), message_limit=limit)
+    window = working.prepare(thread=thread_id, project=request_project(request), message_limit=limit)
     return serializers.window_to_dict(window)
 
 
@@ -195,7 +188,7 @@ def prepare(
 )
 def compact(request: HttpRequest, thread_id: str) -> dict[str, Any]:
     """Folds every un-compacted message into the rolling summary; makes a model call."""
-    thread = working.thread_get(project=_project(request), thread_id=thread_id)
+    thread = working.thread_get(project=request_project(request), thread_id=thread_id)
     result = compaction.compact(thread_id=thread.pk)
     if result is None:
         return dict(serializers.NOTHING_TO_COMPACT)
@@ -206,5 +199,5 @@ def compact(request: HttpRequest, thread_id: str) -> dict[str, Any]:
     "/threads/{thread_id}/stats", response={200: StatsOut, **ERRORS}, summary="Thread stats"
 )
 def stats(request: HttpRequest, thread_id: str) -> dict[str, Any]:
-    thread = working.thread_get(project=_project(request), thread_id=thread_id)
+    thread = working.thread_get(project=request_project(request), thread_id=thread_id)
     return serializers.stats_to_dict(working.thread_stats(thread=thread))
