@@ -35,6 +35,7 @@ from typing import Any
 from django.db import connection
 
 from memoryapp.models import Project
+from memoryapp.stopwords import FUNCTION_WORDS
 
 FTS_TABLE = "memoryapp_message_fts"
 PG_SEARCH_CONFIG = "english"
@@ -50,83 +51,11 @@ RANGE_MAX = 5
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words that carry no meaning for search; on PostgreSQL the 'english' configuration drops
 # them anyway, on SQLite they would match nearly every row.
-STOP_WORDS = frozenset(
-    {
-        "a",
-        "about",
-        "am",
-        "an",
-        "and",
-        "any",
-        "are",
-        "as",
-        "at",
-        "be",
-        "been",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "he",
-        "her",
-        "him",
-        "his",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "no",
-        "not",
-        "of",
-        "on",
-        "or",
-        "our",
-        "she",
-        "so",
-        "than",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "to",
-        "too",
-        "us",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-    }
+STOP_WORDS = FUNCTION_WORDS | frozenset(
+    [
+        "am", "as", "been", "but", "by", "he", "her", "him", "his", "i", "if", "its", "no",
+        "she", "so", "than", "their", "them", "then", "there", "they", "too", "whom"
+    ]
 )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from memoryapp import salient
 from memoryapp.llm.port import ChatMessage
+from memoryapp.stopwords import FUNCTION_WORDS
 
 #: Every offline text reply opens with this (memoryapp.llm.offline.REPLY_MARK matches it).
 REPLY_OPENING = (
@@ -26,71 +27,11 @@ MAX_QUOTES = 4
 #: A quoted line longer than this is cut.
 MAX_QUOTE_CHARS = 240
 _WORD = re.compile(r"\w+", re.UNICODE)
-_STOPWORDS = frozenset(
+# Function words, and the words of a request, which say what is wanted, not what about.
+_STOPWORDS = FUNCTION_WORDS | frozenset(
     [
-        "the",
-        "and",
-        "for",
-        "are",
-        "was",
-        "were",
-        "you",
-        "your",
-        "our",
-        "ours",
-        "what",
-        "which",
-        "who",
-        "when",
-        "where",
-        "why",
-        "how",
-        "that",
-        "this",
-        "these",
-        "those",
-        "with",
-        "from",
-        "have",
-        "has",
-        "had",
-        "about",
-        "into",
-        "me",
-        "my",
-        "mine",
-        "we",
-        "us",
-        "of",
-        "to",
-        "in",
-        "on",
-        "at",
-        "it",
-        "is",
-        "be",
-        "do",
-        "does",
-        "did",
-        "can",
-        "could",
-        "would",
-        "should",
-        "will",
-        "a",
-        "an",
-        "or",
-        "not",
-        "remind",
-        "tell",
-        "show",
-        "give",
-        "know",
-        "please",
-        "again",
-        "any",
-        "all",
-        "some",
+        "again", "all", "give", "know", "mine", "ours", "please", "remind", "should",
+        "show", "some", "tell"
     ]
 )
 # Words asking for dates or for numbers: a line stating one matches them.
