@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -135,16 +136,32 @@ def _turn_items(thread: Thread) -> list[tuple[str, Any]]:
 @default_project
 def agent_thread(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     """An agent's turns on one thread: messages and every memory tool call (live)."""
+    return _agent_page(
+        request, thread_id, "playground/agent_thread.html#turns", "playground:agent-thread",
+        lambda thread, agent: {"items": _turn_items(thread)},
+    )
+
+
+def _agent_page(
+    request: HttpRequest,
+    thread_id: uuid.UUID,
+    fragment: str,
+    url_name: str,
+    build: Callable[[Thread, Agent | None], dict[str, Any]],
+) -> HttpResponse:
+    """A page of an agent's thread (``fragment`` is ``page.html#partial``): the thread the
+    user may see (404 otherwise), its agent, what ``build(thread, agent)`` adds and the
+    live-update wiring; only the partial for an htmx refresh."""
     thread = get_thread_for_user(request, thread_id)
     project = thread.project
     agent = Agent.objects.filter(pk=thread.agent_id).first() if thread.agent_id else None
     context = {
-        "project": project, "thread": thread, "agent": agent, "items": _turn_items(thread),
-        **_live(project, thread, "playground:agent-thread"), "nav": "agents",
+        "project": project, "thread": thread, "agent": agent, **build(thread, agent),
+        **_live(project, thread, url_name), "nav": "agents",
     }
     if wants_partial(request):
-        return partial(request, "playground/agent_thread.html#turns", context)
-    return page(request, "playground/agent_thread.html", context, project=project)
+        return partial(request, fragment, context)
+    return page(request, fragment.split("#")[0], context, project=project)
 
 
 @dataclass(frozen=True)
@@ -187,24 +204,20 @@ def _percent(part: int, whole: int | None) -> float:
 @default_project
 def memories(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     """The Memories surface of a thread: notes, budgets, the cap, versions (live)."""
-    thread = get_thread_for_user(request, thread_id)
-    project = thread.project
-    agent = Agent.objects.filter(pk=thread.agent_id).first() if thread.agent_id else None
+    return _agent_page(request, thread_id, "playground/memories.html#store", "playground:memories", _memories_context)
+
+
+def _memories_context(thread: Thread, agent: Agent | None) -> dict[str, Any]:
     note_rows = list(MemoryNote.objects.filter(thread=thread))
     versions = _versions(thread)
     open_tokens = sum(n.tokens for n in note_rows if n.is_open)
     store = sum(n.bytes for n in note_rows)
     cap = notes.store_cap_bytes()
     max_open = agent.max_open_tokens if agent else None
-    context = {
-        "project": project, "thread": thread, "agent": agent,
+    return {
         "notes": [{"note": n, "versions": versions.get(n.name, [])} for n in note_rows],
         "deleted": [(name, vs) for name, vs in versions.items() if name not in {n.name for n in note_rows}],
         "open_tokens": open_tokens, "max_open_tokens": max_open,
         "open_percent": _percent(open_tokens, max_open),
         "store_bytes": store, "cap_bytes": cap, "store_percent": _percent(store, cap),
-        **_live(project, thread, "playground:memories"), "nav": "agents",
     }
-    if wants_partial(request):
-        return partial(request, "playground/memories.html#store", context)
-    return page(request, "playground/memories.html", context, project=project)

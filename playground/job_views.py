@@ -13,15 +13,15 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
-from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_POST
 
 from memoryapp import jobs
 from memoryapp.errors import JobNotFound, JobNotRetryable
 from memoryapp.models import Job, Thread
-from playground.access import default_project, get_project_for_user, get_thread_for_user
+from playground.access import default_project, get_project_for_user
+from playground.pages import thread_fragment
 
 # The thread page shows this many of the thread's newest jobs.
 THREAD_JOBS_SHOWN = 5
@@ -41,11 +41,7 @@ def thread_jobs_context(thread: Thread) -> dict[str, object]:
 @default_project
 def thread_jobs(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     """The thread's jobs panel (status, result or error, Retry), as an HTML fragment."""
-    thread = get_thread_for_user(request, thread_id)
-    context = {"project": thread.project, "thread": thread, **thread_jobs_context(thread)}
-    response = render(request, "playground/thread.html#jobs", context)
-    patch_vary_headers(response, ["HX-Request"])
-    return response
+    return thread_fragment(request, thread_id, "jobs", thread_jobs_context)
 
 
 @require_POST

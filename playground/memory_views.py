@@ -18,6 +18,7 @@ Anyone who is not a member of the project gets 404 (playground.access).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -128,33 +129,37 @@ def fact_delete(request: HttpRequest, fact_id: uuid.UUID) -> HttpResponse:
     return _back(request, project, fact.dataset)
 
 
-@require_POST
-@login_required
-def contradiction_confirm(request: HttpRequest, fact_id: uuid.UUID) -> HttpResponse:
-    """Mark the invalidation of the older fact ``fact_id`` as right."""
-    project = get_project_for_user(request)
-    fact = _fact(project, fact_id)
-    try:
-        fact_review.contradiction_confirm(project=project, fact_id=fact.pk, reviewer=_reviewer(request))
-    except FactNotFound:
-        messages.info(request, "Nothing to confirm: that invalidation was already reviewed.")
-    else:
-        messages.success(request, "Confirmed: the newer fact stands.")
-    return _back(request, project, fact.dataset)
+#: The review actions of the contradictions inbox: the memoryapp.fact_review function
+#: each runs, the note when the invalidation was already reviewed, the note when done.
+REVIEWS: dict[str, tuple[Callable[..., Fact], str, str]] = {
+    "confirm": (
+        fact_review.contradiction_confirm,
+        "Nothing to confirm: that invalidation was already reviewed.",
+        "Confirmed: the newer fact stands.",
+    ),
+    "restore": (
+        fact_review.contradiction_restore,
+        "Nothing to restore: that invalidation was already reviewed.",
+        "Restored: the older fact is current again.",
+    ),
+}
 
 
 @require_POST
 @login_required
-def contradiction_restore(request: HttpRequest, fact_id: uuid.UUID) -> HttpResponse:
-    """Make the older fact ``fact_id`` current again; its replacement is invalidated."""
+def contradiction_review(request: HttpRequest, fact_id: uuid.UUID, action: str) -> HttpResponse:
+    """Review the invalidation of the older fact ``fact_id``: ``action`` "confirm" marks it
+    right (the newer fact stands), "restore" makes the older fact current again and
+    invalidates its replacement (REVIEWS; the URL names the action)."""
+    review, nothing, done = REVIEWS[action]
     project = get_project_for_user(request)
     fact = _fact(project, fact_id)
     try:
-        fact_review.contradiction_restore(project=project, fact_id=fact.pk, reviewer=_reviewer(request))
+        review(project=project, fact_id=fact.pk, reviewer=_reviewer(request))
     except FactNotFound:
-        messages.info(request, "Nothing to restore: that invalidation was already reviewed.")
+        messages.info(request, nothing)
     else:
-        messages.success(request, "Restored: the older fact is current again.")
+        messages.success(request, done)
     return _back(request, project, fact.dataset)
 
 

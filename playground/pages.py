@@ -3,6 +3,8 @@ one of its HTMX partials."""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -12,8 +14,8 @@ from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 
 from memoryapp import llm
-from memoryapp.models import Project
-from playground.access import is_owner, user_projects
+from memoryapp.models import Project, Thread
+from playground.access import get_thread_for_user, is_owner, user_projects
 
 
 def project_url(name: str, project: Project, *args: Any, **query: Any) -> str:
@@ -55,6 +57,20 @@ def partial(request: HttpRequest, template: str, context: dict[str, Any]) -> Htt
     response = render(request, template, context)
     patch_vary_headers(response, ["HX-Request"])
     return response
+
+
+def thread_fragment(
+    request: HttpRequest,
+    thread_id: uuid.UUID,
+    name: str,
+    extra: Callable[[Thread], dict[str, Any]],
+) -> HttpResponse:
+    """The partial ``name`` of the thread page (``playground/thread.html#<name>``) for
+    thread ``thread_id``, with the project, the thread and ``extra(thread)`` in its
+    context. Http404 unless the user may see the thread (playground.access)."""
+    thread = get_thread_for_user(request, thread_id)
+    context = {"project": thread.project, "thread": thread, **extra(thread)}
+    return partial(request, f"playground/thread.html#{name}", context)
 
 
 def wants_partial(request: HttpRequest) -> bool:

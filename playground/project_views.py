@@ -6,17 +6,18 @@ playground.access (a non-member gets 404), validates with playground.forms, and 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import get_object_or_404, redirect
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_http_methods
 
 from memoryapp import projects
-from memoryapp.models import ApiKey, Membership
+from memoryapp.models import ApiKey, Membership, Project
 from playground import forms
 from playground.access import default_project, get_project_for_user, require_owner
 from playground.pages import page, project_url
@@ -27,24 +28,46 @@ from playground.templatetags.dashboard import isolate
 NEW_KEY_SESSION = "playground:new-api-key"
 
 
+def owner_form(
+    request: HttpRequest,
+    project: Project,
+    make_form: Callable[[QueryDict | None], Any],
+    on_valid: Callable[[Any], HttpResponse],
+) -> tuple[Any, HttpResponse | None, int]:
+    """The form of a project page that only owners submit: ``(form, response, status)``.
+
+    GET: ``make_form(None)`` (unbound), no response, 200. POST: owners only (403 for a
+    member, playground.access.require_owner); the form bound to the POST; when valid,
+    ``on_valid(form)`` is the response (a redirect); else the form with its errors, 400.
+    """
+    if request.method != "POST":
+        return make_form(None), None, 200
+    require_owner(request, project)
+    form = make_form(request.POST)
+    if form.is_valid():
+        return form, on_valid(form), 200
+    return form, None, 400
+
+
 @require_http_methods(["GET", "POST"])
 @login_required
 @default_project
 def members(request: HttpRequest) -> HttpResponse:
     """The project's members; owners add an existing user by username (POST)."""
     project = get_project_for_user(request)
-    form = forms.MemberAddForm(project=project)
-    status = 200
-    if request.method == "POST":
-        require_owner(request, project)
-        form = forms.MemberAddForm(request.POST, project=project)
-        if form.is_valid():
-            membership = form.save()
-            messages.success(
-                request, f"Added {isolate(membership.user.get_username())} as {membership.role}."
-            )
-            return redirect(project_url("playground:members", project))
-        status = 400
+
+    def added(form: forms.MemberAddForm) -> HttpResponse:
+        membership = form.save()
+        messages.success(
+            request, f"Added {isolate(membership.user.get_username())} as {membership.role}."
+        )
+        return redirect(project_url("playground:members", project))
+
+    form, done, status = owner_form(
+        request, project, lambda data: forms.MemberAddForm(data, project=project), added
+    )
+    if done is not None:
+        return done
     rows = Membership.objects.filter(project=project).select_related("user").order_by(
         "user__username"
     )
@@ -100,20 +123,15 @@ def api_keys(request: HttpRequest) -> HttpResponse:
     the page that shows it cannot create another key.
     """
     project = get_project_for_user(request)
-    form = forms.ApiKeyCreateForm()
-    status = 200
-    if request.method == "POST":
-        require_owner(request, project)
-        form = forms.ApiKeyCreateForm(request.POST)
-        if form.is_valid():
-            key, secret = ApiKey.issue(project=project, name=form.cleaned_data["name"])
-            request.session[NEW_KEY_SESSION] = {
-                "project": project.pk,
-                "key": key.pk,
-                "secret": secret,
-            }
-            return HttpResponseRedirect(project_url("playground:key-created", project), status=303)
-        status = 400
+
+    def created(form: forms.ApiKeyCreateForm) -> HttpResponse:
+        key, secret = ApiKey.issue(project=project, name=form.cleaned_data["name"])
+        request.session[NEW_KEY_SESSION] = {"project": project.pk, "key": key.pk, "secret": secret}
+        return HttpResponseRedirect(project_url("playground:key-created", project), status=303)
+
+    form, done, status = owner_form(request, project, forms.ApiKeyCreateForm, created)
+    if done is not None:
+        return done
     keys = ApiKey.objects.filter(project=project).order_by("-created", "-pk")
     context = {
         "active_keys": keys.filter(revoked__isnull=True),
@@ -181,16 +199,17 @@ def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
 def project_settings(request: HttpRequest) -> HttpResponse:
     """Project settings: rename (POST, owners only); members see them read-only."""
     project = get_project_for_user(request)
-    form = forms.ProjectSettingsForm(instance=project)
-    status = 200
-    if request.method == "POST":
-        require_owner(request, project)
-        form = forms.ProjectSettingsForm(request.POST, instance=project)
-        if form.is_valid():
-            form.save()
-            messages.success(request, "Project renamed.")
-            return redirect(project_url("playground:settings", project))
-        status = 400
+
+    def renamed(form: forms.ProjectSettingsForm) -> HttpResponse:
+        form.save()
+        messages.success(request, "Project renamed.")
+        return redirect(project_url("playground:settings", project))
+
+    form, done, status = owner_form(
+        request, project, lambda data: forms.ProjectSettingsForm(data, instance=project), renamed
+    )
+    if done is not None:
+        return done
     return page(
         request,
         "playground/settings.html",

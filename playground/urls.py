@@ -67,12 +67,14 @@ urlpatterns = [
     path("dashboard/memory/facts/<uuid:fact_id>/delete/", memory_views.fact_delete, name="fact-delete"),
     path(
         "dashboard/memory/facts/<uuid:fact_id>/confirm/",
-        memory_views.contradiction_confirm,
+        memory_views.contradiction_review,
+        {"action": "confirm"},
         name="contradiction-confirm",
     ),
     path(
         "dashboard/memory/facts/<uuid:fact_id>/restore/",
-        memory_views.contradiction_restore,
+        memory_views.contradiction_review,
+        {"action": "restore"},
         name="contradiction-restore",
     ),
     path("dashboard/jobs/", memory_views.job_list, name="jobs"),

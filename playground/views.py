@@ -32,7 +32,7 @@ from playground.access import (
     user_projects,
 )
 from playground.job_views import thread_jobs_context
-from playground.pages import page, partial, project_url, wants_partial
+from playground.pages import page, partial, project_url, thread_fragment, wants_partial
 from playground.routing import thread_socket_path
 
 THREADS_PAGE_SIZE = 25
@@ -208,9 +208,7 @@ def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
 @default_project
 def thread_stats(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     """The stats panel of a thread (spec 002, GET stats), as an HTML fragment."""
-    thread = get_thread_for_user(request, thread_id)
-    context = {"project": thread.project, "thread": thread, **stats_context(thread)}
-    return partial(request, "playground/thread.html#stats", context)
+    return thread_fragment(request, thread_id, "stats", stats_context)
 
 
 @require_POST
