@@ -112,6 +112,26 @@ class WindowSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class ContextCount:
+    """What a thread's context holds, counted one way for prepare, the dashboard's Stats
+    and the turn panel and X-ray (issue 10 item 4; memoryapp.working.context_count).
+
+    ``messages``: the un-compacted ordinary messages, prepare's ``messageCount`` (spec
+    002); the summary row is never one of them. ``summary``: whether the active summary
+    (on an agent's thread, the checkpoint's context block) rides on top of them.
+    """
+
+    messages: int
+    summary: bool
+
+    @property
+    def rows(self) -> int:
+        """GET stats' ``messageCount`` (spec 002: "un-compacted messages including the
+        summary row"): ``messages`` plus the summary row when there is one."""
+        return self.messages + (1 if self.summary else 0)
+
+
+@dataclass(frozen=True, slots=True)
 class ContextWindow:
     """The LLM-ready context window of a thread (spec 002, POST prepare).
 
@@ -209,12 +229,14 @@ class CompactionState:
 class ThreadStats:
     """Thread statistics (spec 002, GET stats; DESIGN.md section 6 item 9).
 
-    ``message_count`` counts un-compacted messages including the summary row;
+    ``message_count`` counts un-compacted messages including the summary row (spec 002;
+    ``context.rows``); ``context`` is the one count of memoryapp.working.context_count;
     ``session_duration_ms`` is None with fewer than two real messages.
     """
 
     thread_id: uuid.UUID
     message_count: int
+    context: ContextCount
     token_usage: TokenUsage | None
     session_duration_ms: int | None
     created_at: datetime

@@ -27,6 +27,7 @@ from memoryapp.models import Agent, Message, Project, Thread, ThreadTag
 from memoryapp.results import (
     AppendResult,
     CompactionState,
+    ContextCount,
     ContextMessage,
     ContextWindow,
     MessagePage,
@@ -456,7 +457,9 @@ def prepare(
             )
             for role, content, seq, meta in tail
         ),
-        message_count=head.uncompacted_count,
+        message_count=context_count(
+            uncompacted_count=head.uncompacted_count, summary_id=head.summary_id
+        ).messages,
         message_limit=message_limit,
         # The messageLimit trap of autoCompactThreshold does not apply to an agent's thread.
         threshold=None if head.agent_id is not None else head.threshold,
@@ -464,6 +467,15 @@ def prepare(
 
 
 # --- stats --------------------------------------------------------------------------------
+
+
+def context_count(*, uncompacted_count: int, summary_id: object | None) -> ContextCount:
+    """The one count of what a thread's context holds (results.ContextCount), from the
+    thread row's ``uncompacted_count`` (un-compacted, non-summary messages) and its active
+    summary id (None: no summary). prepare's messageCount, GET stats' messageCount
+    (``.rows``), the dashboard's Stats and the turn panel and X-ray all come from it, so
+    they agree (issue 10 item 4)."""
+    return ContextCount(messages=uncompacted_count, summary=summary_id is not None)
 
 
 def thread_stats(*, thread: Thread) -> ThreadStats:
@@ -475,6 +487,9 @@ def thread_stats(*, thread: Thread) -> ThreadStats:
     is the last real (non-summary) message's createdAt minus the first's in whole ms, None
     with fewer than two real messages (DESIGN.md section 6 item 9).
     """
+    context = context_count(
+        uncompacted_count=thread.uncompacted_count, summary_id=thread.active_summary_id
+    )
     real_messages = thread.message_total - thread.compaction_count
     token_usage = None
     if thread.messages_with_tokens:
@@ -490,7 +505,8 @@ def thread_stats(*, thread: Thread) -> ThreadStats:
         duration = int(delta.total_seconds() * 1000)
     return ThreadStats(
         thread_id=thread.id,
-        message_count=thread.uncompacted_count + (1 if thread.active_summary_id else 0),
+        message_count=context.rows,
+        context=context,
         token_usage=token_usage,
         session_duration_ms=duration,
         created_at=thread.created,

@@ -64,9 +64,11 @@ def _duration_text(stats: dict[str, Any]) -> str:
 
 
 def stats_context(thread: Thread) -> dict[str, Any]:
-    stats = serializers.stats_to_dict(working.thread_stats(thread=thread))
+    counted = working.thread_stats(thread=thread)
+    stats = serializers.stats_to_dict(counted)
     return {
         "stats": stats,
+        "in_context": counted.context,
         "duration_text": _duration_text(stats),
         "chat": selectors.thread_chat_totals(thread=thread),
         "turns_url": project_url("playground:thread-turns", thread.project, thread.pk),

@@ -11,7 +11,7 @@ import pytest
 from memoryapp import compaction, serializers, working
 from memoryapp.errors import IdempotencyConflict, InvalidInput, ThreadNotFound
 from memoryapp.models import Message, Project, Thread, ThreadTag
-from memoryapp.results import CompactionState, ThreadStats, TokenUsage
+from memoryapp.results import CompactionState, ContextCount, ThreadStats, TokenUsage
 from tests.conftest import Clock, at
 
 
@@ -332,6 +332,7 @@ def test_it_reports_stats_from_the_counters(thread: Thread, clock: Clock) -> Non
     assert stats == ThreadStats(
         thread_id=thread.pk,
         message_count=3,
+        context=ContextCount(messages=3, summary=False),
         # 9 tokens over the 2 messages that carried them, rounded
         token_usage=TokenUsage(total_input=4, total_output=5, total_tokens=9, average_per_message=4),
         session_duration_ms=60999,

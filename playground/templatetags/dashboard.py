@@ -59,6 +59,20 @@ def timestamp(value: datetime | None, empty: str = "") -> SafeString | str:
     )
 
 
+@register.simple_tag
+def in_context(messages: object, summary: object, testid: str = "") -> SafeString:
+    """What a thread's context holds, worded one way on every page (the Stats panel, the
+    turn panel, the X-ray): ``"4 messages in context + the summary"``, the number in a
+    span with ``data-testid`` ``testid``. ``messages`` and ``summary`` are a
+    memoryapp.results.ContextCount's (memoryapp.working.context_count), or the stored
+    prepare view's ``messageCount`` and ``compacted`` made from it."""
+    count = int(str(messages or 0))
+    return format_html(
+        '<span class="in-context"><span data-testid="{}">{}</span> message{} in context{}</span>',
+        testid, count, "" if count == 1 else "s", " + the summary" if summary else "",
+    )
+
+
 @register.filter
 def isolate(value: object) -> str:
     """``value`` between FSI and PDI, so right-to-left or override characters in it cannot
