@@ -7,11 +7,11 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 
 from memoryapp import agents, notes, working
 from memoryapp.models import MemoryNote, Message, Project, Thread, Turn
+from tests.conftest import World
 from tests.fakes.fixtures import fake_gemini_fixture  # noqa: F401
 from tests.fakes.gemini_server import (
     FakeGeminiServer,
@@ -20,19 +20,13 @@ from tests.fakes.gemini_server import (
     function_call_response,
     stream_chunks,
 )
-from tests.test_chat import make_user, post_chat
+from tests.test_chat import post_chat
 
 
 @pytest.fixture
-def member(project: Project) -> User:
-    return make_user("member", project)
-
-
-@pytest.fixture
-def client(member: User) -> Client:
-    client = Client()
-    client.force_login(member)
-    return client
+def client(world: World) -> Client:
+    """The shared world's member of Acme, logged in."""
+    return world.client(world.member)
 
 
 @pytest.fixture

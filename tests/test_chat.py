@@ -8,7 +8,6 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from django.middleware.csrf import _get_new_csrf_string
 from django.test import Client
 from django.urls import reverse
@@ -16,8 +15,9 @@ from django.urls import reverse
 from memoryapp import working
 from memoryapp.episodic import episode_build
 from memoryapp.llm.offline_reply import REPLY_OPENING
-from memoryapp.models import Fact, Membership, Message, Project, Thread, Turn, UsageLine
+from memoryapp.models import Fact, Message, Project, Thread, Turn, UsageLine
 from memoryapp.timefmt import iso_ms
+from tests.conftest import World
 from tests.fakes.fixtures import fake_gemini_fixture  # noqa: F401
 from tests.fakes.gemini_server import (
     FakeGeminiServer,
@@ -31,35 +31,16 @@ from tests.fakes.gemini_server import (
 SYSTEM_PROMPT = "You are a car shopping assistant."
 
 
-def make_user(username: str, project: Project | None = None) -> User:
-    """A user who is a member of ``project`` (a fresh project of their own if None)."""
-    user = User.objects.create_user(username=username)  # no password: no slow hashing
-    if project is None:
-        project = Project.objects.create(slug=f"{username}-project", name=f"{username}'s")
-    Membership.objects.create(user=user, project=project)
-    return user
-
-
-def own_project(user: User) -> Project:
-    return Project.objects.filter(members=user).get()
+@pytest.fixture
+def client(world: World) -> Client:
+    """The shared world's member of Acme, logged in."""
+    return world.client(world.member)
 
 
 @pytest.fixture
-def member(project: Project) -> User:
-    return make_user("member", project)
-
-
-@pytest.fixture
-def client(member: User) -> Client:
-    client = Client()
-    client.force_login(member)
-    return client
-
-
-@pytest.fixture
-def thread(project: Project) -> Thread:
-    """A thread of dataset user_42 with two messages (sequence numbers 1 and 2)."""
-    thread = working.thread_create(project=project, dataset="user_42")
+def thread(world: World) -> Thread:
+    """The world's thread (dataset user_42) with two messages (sequence numbers 1 and 2)."""
+    thread = world.thread
     working.message_append(thread=thread, role="user", content="I'm looking for a family car.")
     working.message_append(
         thread=thread, role="assistant", content="A hybrid estate would suit a family."
@@ -425,9 +406,9 @@ def test_it_proceeds_when_recall_raises_anything(
 # --- the route: auth, CSRF, method, validation ----------------------------------------------
 
 
-def test_it_enforces_csrf_on_the_chat_route(member: User, thread: Thread) -> None:
+def test_it_enforces_csrf_on_the_chat_route(world: World, thread: Thread) -> None:
     client = Client(enforce_csrf_checks=True)
-    client.force_login(member)
+    client.force_login(world.member)
     resp = post_chat(client, thread, {"content": "no token"})
     assert resp.status_code == 403
     assert resp.json()["error"] == "CSRF check failed"
@@ -445,23 +426,18 @@ def test_it_enforces_csrf_on_the_chat_route(member: User, thread: Thread) -> Non
     assert _message(thread, 3).content == "with a token"
 
 
-def test_it_answers_404_to_an_outsider(thread: Thread) -> None:
-    outsider = make_user("outsider")  # a member of another project only
-    client = Client()
-    client.force_login(outsider)
+def test_it_answers_404_to_an_outsider(world: World, thread: Thread) -> None:
+    client = world.client(world.outsider)  # a member of another project only
     resp = post_chat(client, thread, {"content": "let me in"})
     assert resp.status_code == 404
     assert resp.json() == {"error": "Thread not found"}
     assert Message.objects.filter(thread=thread).count() == 2
 
 
-def test_it_answers_404_for_a_thread_of_another_project(client: Client, member: User) -> None:
-    elsewhere = working.thread_create(
-        project=Project.objects.create(slug="elsewhere", name="Elsewhere"), dataset="user_42"
-    )
-    own = Project.objects.create(slug="own", name="Own")
-    Membership.objects.create(user=member, project=own)
-    resp = post_chat(client, elsewhere, {"content": "hi"}, project_id=own.pk)
+def test_it_answers_404_for_a_thread_of_another_project(client: Client, world: World) -> None:
+    # A thread of a project the member is not in, asked for under one they are in.
+    elsewhere = working.thread_create(project=world.other_project, dataset="user_42")
+    resp = post_chat(client, elsewhere, {"content": "hi"}, project_id=world.project.pk)
     assert resp.status_code == 404
     assert resp.json() == {"error": "Thread not found"}
     assert not Message.objects.filter(thread=elsewhere).exists()
@@ -577,16 +553,13 @@ def test_it_shows_the_model_error_in_the_context_view(
 
 
 def test_it_hides_the_context_view_from_outsiders(
-    client: Client, project: Project, thread: Thread
+    client: Client, project: Project, thread: Thread, world: World
 ) -> None:
     turn_id = post_chat(client, thread, {"content": "hello"}).json()["turnId"]
     turn = Turn.objects.get(pk=turn_id)
-    outsider = make_user("outsider")
-    other = own_project(outsider)
-    peek = Client()
-    peek.force_login(outsider)
+    peek = world.client(world.outsider)
     assert peek.get(_turn_url(turn, project.pk)).status_code == 404
-    assert peek.get(_turn_url(turn, other.pk)).status_code == 404
+    assert peek.get(_turn_url(turn, world.other_project.pk)).status_code == 404
 
 
 def test_it_sends_logged_out_visitors_of_the_context_view_to_login(

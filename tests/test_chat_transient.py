@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from django.apps import apps
-from django.contrib.auth.models import User
 from django.forms.models import model_to_dict
 from django.test import Client
 
@@ -22,18 +21,17 @@ from memoryapp import compaction, events, llm, working
 from memoryapp.llm.offline import OfflineModel
 from memoryapp.llm.registry import GuardedModel
 from memoryapp.models import MemoryNote, Project, Thread
+from tests.conftest import World
 from tests.fakes.fixtures import fake_gemini_fixture  # noqa: F401
 from tests.fakes.gemini_server import FakeGeminiServer, FakeResponse, error, stream_chunks
-from tests.test_chat import make_user, post_chat
+from tests.test_chat import post_chat
 from tests.test_notes import call, make_thread
 
 
 @pytest.fixture
-def client(project: Project) -> Client:
-    member: User = make_user("member", project)
-    client = Client()
-    client.force_login(member)
-    return client
+def client(world: World) -> Client:
+    """The shared world's member of Acme, logged in."""
+    return world.client(world.member)
 
 
 @pytest.fixture

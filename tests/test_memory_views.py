@@ -10,24 +10,9 @@ import pytest
 from django.urls import reverse
 
 from memoryapp import episodic, fact_review, semantic, working
-from memoryapp.models import Entity, Fact, FactReview, Job, Membership, Thread
-from tests.test_dashboard_views import World, make_membership, make_project, make_user, tree, url
-
-
-@pytest.fixture
-def world(db: None, settings: Any) -> World:
-    """An owner and a member of Acme, and an outsider who owns another project."""
-    from memoryapp.models import ApiKey
-
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    project, other = make_project("Acme"), make_project("Other")
-    owner, member, outsider = make_user("olivia"), make_user("mark"), make_user("oscar")
-    make_membership(owner, project, Membership.Role.OWNER)
-    member_membership = make_membership(member, project, Membership.Role.MEMBER)
-    make_membership(outsider, other, Membership.Role.OWNER)
-    thread = working.thread_create(project=project, dataset="user_42")
-    key, _ = ApiKey.issue(project=project, name="ci")
-    return World(project, owner, member, outsider, other, thread, key, member_membership)
+from memoryapp.models import Entity, Fact, FactReview, Job, Thread
+from tests.conftest import World
+from tests.test_dashboard_views import tree, url
 
 
 def say_and_end(thread: Thread, content: str) -> None:

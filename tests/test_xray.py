@@ -13,21 +13,21 @@ from memoryapp import working
 from memoryapp.models import Message, Project, Thread, Turn
 from memoryapp.tokens import count_tokens
 from playground import selectors
+from tests.conftest import World
 from tests.fakes.fixtures import fake_gemini_fixture  # noqa: F401
 from tests.fakes.gemini_server import FakeGeminiServer
-from tests.test_chat import SYSTEM_PROMPT, _gemini_answers, make_user, post_chat
+from tests.test_chat import SYSTEM_PROMPT, _gemini_answers, post_chat
 
 
 @pytest.fixture
-def client(project: Project) -> Client:
-    client = Client()
-    client.force_login(make_user("member", project))
-    return client
+def client(world: World) -> Client:
+    """The shared world's member of Acme, logged in."""
+    return world.client(world.member)
 
 
 @pytest.fixture
-def thread(project: Project) -> Thread:
-    thread = working.thread_create(project=project, dataset="user_42")
+def thread(world: World) -> Thread:
+    thread = world.thread
     working.message_append(thread=thread, role="user", content="I'm looking for a family car.")
     working.message_append(thread=thread, role="assistant", content="A hybrid estate would suit a family.")
     return thread
@@ -142,13 +142,12 @@ def test_it_refuses_an_unknown_replay_adapter_naming_the_field(
     assert resp.json()["error"]["field"] == "adapter"
 
 
-def test_it_hides_a_turn_of_another_project_from_replay(client: Client, thread: Thread) -> None:
-    other = Project.objects.create(slug="other", name="Other")
-    make_user("outsider", other)
+def test_it_hides_a_turn_of_another_project_from_replay(
+    client: Client, thread: Thread, world: World
+) -> None:
     turn = _turn(post_chat(client, thread, {"content": "hello there"}))
-    outsider = Client()
-    outsider.force_login(make_user("someone", other))
-    url = reverse("playground:turn-replay", args=[turn.pk]) + f"?projectId={other.pk}"
+    outsider = world.client(world.outsider)
+    url = reverse("playground:turn-replay", args=[turn.pk]) + f"?projectId={world.other_project.pk}"
     assert outsider.post(url, {"adapter": "offline"}).status_code == 404
 
 
