@@ -14,16 +14,15 @@ from django.urls import reverse
 from memoryapp import chat, compaction, working
 from memoryapp.models import Project, Thread, Turn
 from memoryapp.results import ContextCount
-from tests.conftest import BASE, Api
-from tests.test_chat import make_user, post_chat
+from tests.conftest import BASE, Api, World
+from tests.test_chat import post_chat
 from tests.test_dashboard_views import tree
 
 
 @pytest.fixture
-def client(project: Project) -> Client:
-    client = Client()
-    client.force_login(make_user("member", project))
-    return client
+def client(world: World) -> Client:
+    """The shared world's member of Acme, logged in."""
+    return world.client(world.member)
 
 
 def compacted_thread(project: Project) -> Thread:
