@@ -16,10 +16,17 @@ import socket
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
+
+from memoryapp.models import Membership, Project
+
+#: The password of the browser tests' users (tests.e2e.test_browser.log_in's default).
+PASSWORD = "e2e-correct-horse-battery"
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -245,3 +252,20 @@ def new_page(browser: Any) -> Iterator[Any]:
     yield make
     for context in contexts:
         context.close()
+
+
+@dataclass
+class Owner:
+    """A user who owns ``project`` (and can log in with PASSWORD)."""
+
+    user: User
+    project: Project
+
+
+@pytest.fixture
+def owner() -> Owner:
+    """``ann`` (log_in's default user) owning a project (Acme): the browser tests' user."""
+    project = Project.objects.create(slug="acme", name="Acme")
+    user = User.objects.create_user("ann", password=PASSWORD)
+    Membership.objects.create(user=user, project=project, role=Membership.Role.OWNER)
+    return Owner(user=user, project=project)

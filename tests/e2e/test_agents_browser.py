@@ -23,7 +23,6 @@ from tests.e2e.test_browser import (
     log_in,
     mark_document,
     open_live,
-    owner,  # noqa: F401 - the fixture
     send_turn,
     thread_url,
     watch,
@@ -45,7 +44,7 @@ def api_tool(live_url: str, key: str, thread: Thread, name: str, arguments: dict
 
 
 def test_it_defines_an_agent_remembers_offline_and_ends_on_the_memories_surface(
-    owner: Owner, live_url: str, new_page: Any  # noqa: F811
+    owner: Owner, live_url: str, new_page: Any
 ) -> None:
     page = new_page()
     seen = watch(page)

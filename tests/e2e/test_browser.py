@@ -18,13 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from playwright.sync_api import Page, expect
 
 from memoryapp import compaction, working
-from memoryapp.models import ApiKey, Membership, Message, Project, Thread, Turn
+from memoryapp.models import ApiKey, Message, Thread, Turn
+from tests.e2e.conftest import PASSWORD, Owner
 
-PASSWORD = "e2e-correct-horse-battery"
 XSS = "<img src=x onerror=alert(1)>"
 OFFLINE_REPLY = re.compile(r"^\[offline model")
 # Issue 4: live updates reach every open page "within a second"; two seconds of slack
@@ -44,27 +43,11 @@ pytestmark = pytest.mark.usefixtures("transactional_db")
 
 
 @dataclass
-class Owner:
-    """A user who owns ``project`` (and can log in with PASSWORD)."""
-
-    user: User
-    project: Project
-
-
-@dataclass
 class PageWatch:
     """What a page did that it must not: dialogs (alert/confirm/prompt) and script errors."""
 
     dialogs: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-
-
-@pytest.fixture
-def owner() -> Owner:
-    project = Project.objects.create(slug="acme", name="Acme")
-    user = User.objects.create_user("ann", password=PASSWORD)
-    Membership.objects.create(user=user, project=project, role=Membership.Role.OWNER)
-    return Owner(user=user, project=project)
 
 
 def watch(page: Page) -> PageWatch:

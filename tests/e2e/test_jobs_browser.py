@@ -21,11 +21,8 @@ from tests.e2e.test_browser import (
     log_in,
     mark_document,
     open_live,
-    owner,
     thread_url,
 )
-
-__all__ = ["owner"]  # the fixture, shared with test_browser.py
 
 # The worker polls every 0.1 s, the relay every 0.25 s, the page refreshes 0.12 s after
 # an event: well under a second; the rest is slack for a loaded two-core machine.

@@ -11,14 +11,12 @@ import re
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from memoryapp import working
-from memoryapp.models import ApiKey, Membership, Project
+from memoryapp.models import ApiKey
 from tests.e2e.test_browser import (
     LIVE_TIMEOUT_MS,
-    PASSWORD,
     Owner,
     api_append,
     assert_same_document,
@@ -30,15 +28,6 @@ from tests.e2e.test_browser import (
 )
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
-
-
-@pytest.fixture
-def owner() -> Owner:
-    """``ann`` (log_in's default user) owning a project."""
-    project = Project.objects.create(slug="acme", name="Acme")
-    user = User.objects.create_user("ann", password=PASSWORD)
-    Membership.objects.create(user=user, project=project, role=Membership.Role.OWNER)
-    return Owner(user=user, project=project)
 
 
 def test_it_shows_signed_out_in_a_tab_whose_session_ended_and_swaps_in_no_login_page(

@@ -22,10 +22,7 @@ from tests.e2e.test_browser import (
     log_in,
     mark_document,
     open_live,
-    owner,
 )
-
-__all__ = ["owner"]  # the fixture, shared with test_browser.py
 
 JOB_TIMEOUT_MS = 15_000
 CIVIC = "The user drives a Honda Civic."

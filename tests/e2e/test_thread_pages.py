@@ -8,24 +8,13 @@ import urllib.request
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from memoryapp import working
-from memoryapp.models import Membership, Project
 from playground import selectors
-from tests.e2e.test_browser import PASSWORD, Owner, log_in, thread_url
+from tests.e2e.test_browser import Owner, log_in, thread_url
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
-
-
-@pytest.fixture
-def owner() -> Owner:
-    """``ann`` (log_in's default user) owning a project."""
-    project = Project.objects.create(slug="acme", name="Acme")
-    user = User.objects.create_user("ann", password=PASSWORD)
-    Membership.objects.create(user=user, project=project, role=Membership.Role.OWNER)
-    return Owner(user=user, project=project)
 
 
 def test_it_keeps_an_older_page_in_the_url_so_a_reload_shows_it_again(

@@ -19,7 +19,6 @@ from tests.e2e.test_browser import (
     Owner,
     log_in,
     open_live,
-    owner,  # noqa: F401
     png_size,
     send_turn,
     thread_url,
@@ -38,7 +37,7 @@ def finish_turn(page: Page, text: str) -> None:
 
 
 def test_it_shows_the_xray_of_a_turn_after_reload_and_replays_it(
-    owner: Owner, live_url: str, new_page: Any, output_dir: Path  # noqa: F811
+    owner: Owner, live_url: str, new_page: Any, output_dir: Path
 ) -> None:
     thread = working.thread_create(project=owner.project, dataset="user_42")
     other = working.thread_create(project=owner.project, dataset="user_42")
@@ -89,7 +88,7 @@ def test_it_shows_the_xray_of_a_turn_after_reload_and_replays_it(
 
 
 def test_it_renders_markdown_replies_and_never_runs_script_in_them(
-    owner: Owner, live_url: str, new_page: Any  # noqa: F811
+    owner: Owner, live_url: str, new_page: Any
 ) -> None:
     thread = working.thread_create(project=owner.project, dataset="d")
     working.message_append(thread=thread, role="user", content="format it")
@@ -113,7 +112,7 @@ def test_it_renders_markdown_replies_and_never_runs_script_in_them(
 
 
 def test_it_saves_the_playground_after_eight_turns_with_compaction(
-    owner: Owner, live_url: str, new_page: Any, output_dir: Path  # noqa: F811
+    owner: Owner, live_url: str, new_page: Any, output_dir: Path
 ) -> None:
     thread = working.thread_create(project=owner.project, dataset="trip", auto_compact_threshold=6)
     page = new_page(**DESKTOP)
