@@ -9,9 +9,15 @@ SQLite every transaction is IMMEDIATE, so the write lock is held from the start)
 
 from __future__ import annotations
 
-from django.db import transaction
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils.text import slugify
 
 from memoryapp.models import Membership, Project
+
+# Tries at a free slug when another project took the same one meanwhile.
+SLUG_ATTEMPTS = 5
 
 
 class LastOwner(Exception):
@@ -56,3 +62,31 @@ def membership_remove(*, project: Project, membership_id: int) -> Membership:
             raise LastOwner(f"{target.user} is the only owner of project {project.pk}")
         target.delete()  # the user's live sockets on it close (playground.signals)
     return target
+
+
+def _free_slug(name: str) -> str:
+    base = (slugify(name, allow_unicode=True) or "project")[:90].strip("-") or "project"
+    taken = set(Project.objects.filter(slug__startswith=base).values_list("slug", flat=True))
+    slug, n = base, 1
+    while slug in taken:
+        n += 1
+        slug = f"{base}-{n}"
+    return slug
+
+
+def project_create(*, name: str, owner: Any) -> Project:
+    """Create a project named ``name`` (1-200 visible characters, checked by the caller's
+    form) with ``owner`` (a User) as its owner, and return it. The slug is ``name``
+    slugified (``project`` when nothing is left), made unique with ``-2``, ``-3``...;
+    a slug taken by a concurrent create is tried again, at most SLUG_ATTEMPTS times
+    (then the IntegrityError is raised)."""
+    for attempt in range(SLUG_ATTEMPTS):
+        try:
+            with transaction.atomic():
+                project = Project.objects.create(name=name, slug=_free_slug(name))
+                Membership.objects.create(project=project, user=owner, role=Membership.Role.OWNER)
+            return project
+        except IntegrityError:
+            if attempt == SLUG_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")

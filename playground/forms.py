@@ -7,7 +7,7 @@ from typing import Any
 from django import forms
 from django.contrib.auth.models import User
 
-from memoryapp.models import Agent, Membership, Project
+from memoryapp.models import Agent, Membership, Project, Thread
 from memoryapp.validation import (
     DATASET_MAX_LENGTH,
     TAG_MAX_LENGTH,
@@ -45,16 +45,10 @@ class ThreadFilterForm(forms.Form):
     cursor = forms.CharField(max_length=500, required=False, widget=forms.HiddenInput)
 
 
-class ThreadCreateForm(_NoColon, forms.Form):
-    """A new thread: dataset (required), comma-separated tags, optional autoCompactThreshold,
-    optional agent (by name, one of ``project``'s; spec 004)."""
+class _ThreadSettings(forms.Form):
+    """The fields a thread's creator sets and its page edits: comma-separated tags and the
+    autoCompactThreshold, by /v1's rules (memoryapp.validation)."""
 
-    dataset = forms.CharField(
-        max_length=DATASET_MAX_LENGTH,
-        strip=True,
-        validators=VISIBLE_TEXT,
-        help_text="The user scope recall searches within, e.g. user_42.",
-    )
     tags = forms.CharField(
         max_length=2000, required=False, strip=True, help_text="Comma-separated, e.g. support, web."
     )
@@ -64,6 +58,33 @@ class ThreadCreateForm(_NoColon, forms.Form):
         min_value=THRESHOLD_MIN,
         max_value=THRESHOLD_MAX,
         help_text="Fold older messages once this many are un-compacted. Empty: never.",
+    )
+
+    def clean_tags(self) -> list[str]:
+        raw: str = self.cleaned_data.get("tags", "")
+        # Blank pieces (", ,", zero-width only) are separators' leftovers, not tags.
+        tags = [t.strip() for t in raw.split(",") if not is_blank(t)]
+        if len(tags) > TAGS_MAX:
+            raise forms.ValidationError(f"At most {TAGS_MAX} tags.")
+        too_long = [t for t in tags if len(t) > TAG_MAX_LENGTH]
+        if too_long:
+            raise forms.ValidationError(f"Each tag is at most {TAG_MAX_LENGTH} characters.")
+        for tag in tags:
+            STORABLE_TEXT[0](tag)
+        return tags
+
+
+class ThreadCreateForm(_NoColon, _ThreadSettings):
+    """A new thread: dataset (required), comma-separated tags, optional autoCompactThreshold,
+    optional agent (by name, one of ``project``'s; spec 004)."""
+
+    field_order = ["dataset", "tags", "auto_compact_threshold", "agent"]
+
+    dataset = forms.CharField(
+        max_length=DATASET_MAX_LENGTH,
+        strip=True,
+        validators=VISIBLE_TEXT,
+        help_text="The user scope recall searches within, e.g. user_42.",
     )
     agent = forms.ModelChoiceField(
         queryset=Agent.objects.none(),
@@ -79,18 +100,22 @@ class ThreadCreateForm(_NoColon, forms.Form):
         assert isinstance(agent, forms.ModelChoiceField)
         agent.queryset = Agent.objects.filter(project=project).order_by("name")
 
-    def clean_tags(self) -> list[str]:
-        raw: str = self.cleaned_data.get("tags", "")
-        # Blank pieces (", ,", zero-width only) are separators' leftovers, not tags.
-        tags = [t.strip() for t in raw.split(",") if not is_blank(t)]
-        if len(tags) > TAGS_MAX:
-            raise forms.ValidationError(f"At most {TAGS_MAX} tags.")
-        too_long = [t for t in tags if len(t) > TAG_MAX_LENGTH]
-        if too_long:
-            raise forms.ValidationError(f"Each tag is at most {TAG_MAX_LENGTH} characters.")
-        for tag in tags:
-            STORABLE_TEXT[0](tag)
-        return tags
+
+class ThreadEditForm(_NoColon, _ThreadSettings):
+    """A thread's tags and autoCompactThreshold, edited on its page (what PATCH /v1/...
+    /threads/{id} changes with ``tags`` and ``autoCompactThreshold``; both are sent, so
+    an emptied field clears the tags or turns auto-compaction off)."""
+
+    @classmethod
+    def for_thread(cls, thread: Thread) -> ThreadEditForm:
+        """The unbound form showing ``thread``'s current values."""
+        return cls(initial={"tags": ", ".join(thread.tags), "auto_compact_threshold": thread.auto_compact_threshold})
+
+
+class ProjectCreateForm(_NoColon, forms.Form):
+    """A new project's name (memoryapp.projects.project_create; its slug is derived)."""
+
+    name = forms.CharField(max_length=200, strip=True, validators=VISIBLE_TEXT, help_text="E.g. Support bot.")
 
 
 class MemberAddForm(_NoColon, forms.Form):

@@ -217,3 +217,22 @@ def project_settings(request: HttpRequest) -> HttpResponse:
         project=project,
         status=status,
     )
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def project_create(request: HttpRequest) -> HttpResponse:
+    """A new project (GET the form, POST it): any signed-in user may create one and
+    becomes its owner (memoryapp.projects.project_create); then its thread list. An
+    invalid name re-renders the form with the error (400). Takes no ``projectId``: a
+    user with no project yet creates their first here."""
+    form = forms.ProjectCreateForm()
+    status = 200
+    if request.method == "POST":
+        form = forms.ProjectCreateForm(request.POST)
+        if form.is_valid():
+            project = projects.project_create(name=form.cleaned_data["name"], owner=request.user)
+            messages.success(request, f"Created project “{isolate(project.name)}”; you are its owner.")
+            return redirect(project_url("playground:threads", project))
+        status = 400
+    return page(request, "playground/project_create.html", {"form": form}, status=status)

@@ -40,6 +40,8 @@ urlpatterns = [
     path("dashboard/threads/new/", views.thread_create, name="thread-create"),
     path("dashboard/threads/<uuid:thread_id>/", views.thread_detail, name="thread"),
     path("dashboard/threads/<uuid:thread_id>/stats/", views.thread_stats, name="thread-stats"),
+    path("dashboard/threads/<uuid:thread_id>/edit/", views.thread_edit, name="thread-edit"),
+    path("dashboard/threads/<uuid:thread_id>/delete/", views.thread_delete, name="thread-delete"),
     path("dashboard/threads/<uuid:thread_id>/compact/", views.thread_compact, name="thread-compact"),
     path("dashboard/threads/<uuid:thread_id>/end/", views.thread_end, name="thread-end"),
     path("dashboard/threads/<uuid:thread_id>/playground/", chat_views.playground, name="playground"),
@@ -59,6 +61,7 @@ urlpatterns = [
     path("dashboard/keys/created/", project_views.api_key_created, name="key-created"),
     path("dashboard/keys/<int:key_id>/revoke/", project_views.api_key_revoke, name="key-revoke"),
     path("dashboard/settings/", project_views.project_settings, name="settings"),
+    path("dashboard/projects/new/", project_views.project_create, name="project-create"),
     path("dashboard/chat/", include("playground.chat_urls")),
     # Memory per dataset and the project's jobs (issue 8 item 6; playground.memory_views).
     path("dashboard/memory/", memory_views.memory_home, name="memory"),

@@ -16,13 +16,13 @@ from urllib.parse import urlsplit
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from memoryapp import episodic, jobs, serializers, tasks, working
-from memoryapp.errors import InvalidInput
+from memoryapp import datasets, episodic, jobs, serializers, tasks, working
+from memoryapp.errors import InvalidInput, ThreadNotFound
 from memoryapp.models import Project, Thread
 from playground import forms, selectors
 from playground.access import (
@@ -196,13 +196,64 @@ def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
         before = _before_param(request)
     except ValueError:
         return HttpResponseBadRequest("before must be a positive integer")
+    return _thread_page(request, thread, before, forms.ThreadEditForm.for_thread(thread))
+
+
+def _thread_page(
+    request: HttpRequest,
+    thread: Thread,
+    before: int | None,
+    edit_form: forms.ThreadEditForm,
+    status: int = 200,
+) -> HttpResponse:
     context = thread_context(thread, before)
     playground_path = reverse("playground:playground", args=[thread.pk])
     current_url = getattr(request, "htmx", None) and request.htmx.current_url  # type: ignore[attr-defined]
     context["push_url"] = urlsplit(current_url or "").path != playground_path
-    if wants_partial(request):
+    if wants_partial(request) and status == 200:
         return partial(request, "playground/thread.html#messages", context)
-    return page(request, "playground/thread.html", context, project=thread.project)
+    context["edit_form"] = edit_form
+    return page(request, "playground/thread.html", context, project=thread.project, status=status)
+
+
+@require_POST
+@login_required
+def thread_edit(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
+    """Change a thread's tags and autoCompactThreshold from its page: what PATCH
+    /v1/.../threads/{id} does (memoryapp.working.thread_update), both fields sent. An
+    invalid form re-renders the thread page with its errors (400)."""
+    thread = get_thread_for_user(request, thread_id)
+    form = forms.ThreadEditForm(request.POST)
+    if not form.is_valid():
+        return _thread_page(request, thread, None, form, status=400)
+    working.thread_update(
+        thread=thread,
+        changes={
+            "tags": form.cleaned_data["tags"],
+            "auto_compact_threshold": form.cleaned_data["auto_compact_threshold"],
+        },
+    )
+    messages.success(request, "Thread saved.")
+    return redirect(project_url("playground:thread", thread.project, thread.pk))
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+@default_project
+def thread_delete(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
+    """Confirm (GET) and delete (POST) a thread: what DELETE /v1/.../threads/{id} does
+    (memoryapp.datasets.thread_forget: its messages, summaries, notes, turns, jobs and
+    what was derived from it), then the thread list. A thread already gone is 404."""
+    thread = get_thread_for_user(request, thread_id)
+    if request.method == "POST":
+        try:
+            datasets.thread_forget(thread=thread)
+        except ThreadNotFound as exc:  # deleted meanwhile (another tab, /v1)
+            raise Http404("No such thread") from exc
+        messages.success(request, f"Deleted thread {thread.pk} and everything derived from it.")
+        return redirect(project_url("playground:threads", thread.project))
+    context = {"thread": thread, "rows": thread.message_total - thread.compaction_count, "nav": "threads"}
+    return page(request, "playground/thread_delete.html", context, project=thread.project)
 
 
 @require_GET

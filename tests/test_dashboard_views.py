@@ -112,6 +112,8 @@ VIEWS: list[tuple[str, Callable[[World], tuple[Any, ...]], list[str], str]] = [
     ("playground:thread", lambda w: (w.thread.pk,), ["get"], "post"),
     ("playground:thread-stats", lambda w: (w.thread.pk,), ["get"], "post"),
     ("playground:thread-compact", lambda w: (w.thread.pk,), ["post"], "get"),
+    ("playground:thread-edit", lambda w: (w.thread.pk,), ["post"], "get"),
+    ("playground:thread-delete", lambda w: (w.thread.pk,), ["get", "post"], "put"),
     ("playground:playground", lambda w: (w.thread.pk,), ["get"], "post"),
     ("playground:thread-jobs", lambda w: (w.thread.pk,), ["get"], "post"),
     ("playground:job-retry", lambda w: (_failed_job(w).pk,), ["post"], "get"),

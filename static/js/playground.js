@@ -326,6 +326,10 @@
     document.body.addEventListener("htmx:beforeSwap", function () { stickOnSwap = nearBottom(); });
     document.body.addEventListener("htmx:afterSettle", function () { if (stickOnSwap) toBottom(); });
 
+    // The page's first Tab stop ("Skip to the message input") puts the cursor in the box.
+    var skip = document.querySelector("a.skip-link[href='#chat-input']");
+    if (skip) skip.addEventListener("click", function (event) { event.preventDefault(); input.focus(); });
+
     form.addEventListener("submit", function (event) {
       event.preventDefault();
       send();
