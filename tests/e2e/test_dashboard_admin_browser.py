@@ -11,11 +11,10 @@ from playwright.sync_api import expect
 
 from memoryapp import working
 from memoryapp.models import Membership, Message, Project, Thread, Turn
-from tests.e2e import test_browser
-from tests.e2e.test_browser import Owner, log_in, open_live, thread_url
+from tests.e2e.conftest import Owner
+from tests.e2e.test_browser import log_in, open_live, thread_url
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
-owner = test_browser.owner  # the fixture: ann, owning Acme
 
 ACTIVE_TESTID = "() => document.activeElement && document.activeElement.dataset.testid"
 
