@@ -15,7 +15,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from memoryapp import agent_compaction, notes
+from memoryapp import notes
+from memoryapp.compaction import auto_compact
 from memoryapp.errors import AgentNotFound, InvalidInput, ThreadNotFound
 from memoryapp.llm.port import ToolSpec
 from memoryapp.models import Agent, Project, Thread
@@ -163,4 +164,7 @@ def thread_tool_call(
     if not Thread.objects.filter(pk=pk, project=project).exists():
         raise ThreadNotFound()
     record = notes.tool_run(thread_id=pk, name=name, arguments=arguments, call_id=call_id)
-    return ToolCallOutcome(record=record, compaction=agent_compaction.auto_compact(thread_id=pk))
+    # The agent's budget decides (memoryapp.agent_compaction); through compaction's entry,
+    # so a lost database mid-run never turns the recorded call into an error.
+    after = auto_compact(thread_id=pk, keep_from_sequence=record.result_message.sequence_number)
+    return ToolCallOutcome(record=record, compaction=after)

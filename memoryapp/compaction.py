@@ -24,7 +24,7 @@ import uuid
 from datetime import datetime
 
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
 from memoryapp import events, llm, working
@@ -39,6 +39,8 @@ logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
 # Runs one tripping append may make to catch up with appends that arrived during its run.
 MAX_CATCH_UP_RUNS = 5
+# What a dropped or refused database connection raises (memoryapp.http_errors answers 503).
+CONNECTION_LOST = (OperationalError, InterfaceError)
 
 
 class _LostRace(Exception):
@@ -46,11 +48,18 @@ class _LostRace(Exception):
 
 
 def _record_failure(thread_id: uuid.UUID, error: ModelError) -> None:
-    message = f"{error.kind}: {error}"[:2000]
+    _record_error(thread_id, f"{error.kind}: {error}")
+
+
+def _record_error(thread_id: uuid.UUID, text: str) -> str:
+    """Record a failed run's ``text`` on the thread (``compaction.lastError``) and tell
+    its subscribers; return the text as stored."""
+    message = text[:2000]
     Thread.objects.filter(pk=thread_id).update(
         last_compaction_error=message, last_compaction_error_at=timezone.now()
     )
     events.compaction_failed(thread_id, message)
+    return message
 
 
 def _rows_to_fold(
@@ -234,7 +243,33 @@ def _due_again(thread_id: uuid.UUID) -> int | None:
 
 
 def auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> AutoCompaction:
-    """Compaction tripped by an append (spec 000: keepLast 1); the runs that committed.
+    """Compaction tripped by an append (spec 000: keepLast 1) or by a recorded memory tool
+    call; the runs that committed. What follows an acknowledged write, so it never
+    raises for a failure of its own: a failed model call (see _auto_compact) or a lost
+    database connection mid-run comes back as ``error`` (``"database: ..."`` for the
+    latter), recorded on the thread when the database answers again, and the next append
+    tries again (the un-compacted count is still at the threshold). A run cut off by the
+    lost connection committed nothing (its transaction rolled back), so the thread is as
+    it was. Raises nothing else a run would not (a bug still surfaces).
+    """
+    try:
+        return _auto_compact(thread_id=thread_id, keep_from_sequence=keep_from_sequence)
+    except CONNECTION_LOST as exc:
+        logger.warning("auto-compaction of thread %s lost the database", thread_id, exc_info=True)
+        return AutoCompaction(error=_record_lost_database(thread_id, exc))
+
+
+def _record_lost_database(thread_id: uuid.UUID, exc: Exception) -> str:
+    message = f"database: {exc}"
+    try:
+        return _record_error(thread_id, message)
+    except CONNECTION_LOST:  # still gone: the error is in the answer, not on the thread
+        logger.warning("could not record the lost database on thread %s", thread_id)
+        return message
+
+
+def _auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> AutoCompaction:
+    """The runs of auto_compact.
 
     Only one automatic run per thread calls the model at a time: an append that trips
     while another run holds the thread's lease returns no runs at once. The holder catches
@@ -296,8 +331,9 @@ def message_append_compacting(
     DESIGN.md section 6 item 2). What /v1 and the chat turn call to append.
 
     Arguments, errors and guarantees are those of memoryapp.working.message_append; the
-    run starts after the append committed, so a failed run never fails the append (its
-    error is in ``compaction.error`` and on the thread). When a run committed, the message
+    run starts after the append committed, so a failed run never fails the append, not
+    even when the database connection drops during it (its error is in
+    ``compaction.error`` and on the thread; see auto_compact). When a run committed, the message
     is marked ``triggered_compaction`` so an idempotent replay answers the same
     ``compacted`` flag.
     """

@@ -36,8 +36,9 @@ class AutoCompaction:
 
     ``runs`` are the runs that committed, oldest first (more than one when the run caught
     up with appends made during it); ``error`` is ``"<kind>: <message>"`` when a model
-    call failed (also recorded on the thread); both empty when another run held the
-    thread's lease or nothing was due any more.
+    call failed, ``"database: <message>"`` when the database connection was lost mid-run
+    (also recorded on the thread); both empty when another run held the thread's lease
+    or nothing was due any more.
     """
 
     runs: tuple[CompactionResult, ...] = ()

@@ -4,7 +4,10 @@ Django's ``connection.execute_wrapper`` makes one chosen statement raise
 OperationalError, as a dropped connection does. The request answers 503 JSON
 ``{"error": "Database unavailable"}`` with ``Retry-After`` (never a traceback), nothing
 of the write is left behind (memoryapp.audit finds every invariant intact), and the retry
-stores the message once.
+stores the message once. A drop during the compaction that runs *after* a write was
+stored (an append crossing its threshold, a memory tool call over the agent's budget)
+never turns that write's answer into an error: 201 / 200 as usual, the run rolled back
+and recorded on the thread (``compaction.lastError``), and the next append compacts.
 
 The other faults of item 3 are tested beside the code they hit: the model failing in
 compaction (tests/test_compaction.py), extraction (tests/test_episodic.py), synthesis
@@ -15,6 +18,7 @@ mid-append under load (tests/test_durability.py).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -27,12 +31,13 @@ from tests.conftest import BASE, Api
 
 
 @contextmanager
-def connection_drops_at(match: Callable[[str], bool]) -> Iterator[list[str]]:
-    """Make the first statement whose SQL ``match`` accepts raise OperationalError."""
+def connection_drops_at(match: Callable[[str, Any], bool]) -> Iterator[list[str]]:
+    """Make the first statement whose SQL and parameters ``match`` accepts raise
+    OperationalError."""
     hit: list[str] = []
 
     def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        if not hit and match(sql):
+        if not hit and match(sql, params):
             hit.append(sql)
             raise OperationalError("server closed the connection unexpectedly")
         return execute(sql, params, many, context)
@@ -41,8 +46,16 @@ def connection_drops_at(match: Callable[[str], bool]) -> Iterator[list[str]]:
         yield hit
 
 
-def _inserts_message(sql: str) -> bool:
+def _inserts_message(sql: str, params: Any = None) -> bool:
     return sql.startswith('INSERT INTO "memoryapp_message"')
+
+
+def _inserts_summary(sql: str, params: Any) -> bool:
+    """The INSERT of a summary row (an append's INSERT names the same columns)."""
+    if not _inserts_message(sql):
+        return False
+    columns = [c.strip(' "') for c in sql.split("(", 1)[1].split(")", 1)[0].split(",")]
+    return bool(params[columns.index("is_summary")])
 
 
 def test_it_answers_503_and_stores_nothing_when_the_connection_drops_during_an_append(
@@ -77,7 +90,7 @@ def test_it_answers_503_and_changes_nothing_when_the_connection_drops_at_the_com
     thread_id = api.create_thread()["threadId"]
     for n in range(1, 5):
         assert api.append(thread_id, f"m{n}").status_code == 201
-    with connection_drops_at(lambda sql: _inserts_message(sql) and "is_summary" in sql) as hit:
+    with connection_drops_at(_inserts_summary) as hit:
         resp = api.post(f"{BASE}/threads/{thread_id}/compact")
     assert hit != []
     assert (resp.status_code, resp.json()) == (503, {"error": "Database unavailable"})
@@ -90,3 +103,66 @@ def test_it_answers_503_and_changes_nothing_when_the_connection_drops_at_the_com
     assert again.status_code == 200
     assert audit.thread_audit(thread_id=thread_id) == []
     assert Message.objects.filter(thread_id=thread_id, is_summary=True).count() == 1
+
+
+def test_it_acknowledges_an_append_whose_automatic_compaction_lost_the_connection(
+    api: Api,
+) -> None:
+    thread_id = api.create_thread(autoCompactThreshold=3)["threadId"]
+    for n in (1, 2):
+        assert api.append(thread_id, f"m{n}").json()["compacted"] is False
+    with connection_drops_at(_inserts_summary) as hit:
+        resp = api.append(thread_id, "m3")
+    assert hit != []
+    assert (resp.status_code, resp.json()["sequenceNumber"], resp.json()["compacted"]) == (
+        201,
+        3,
+        False,
+    )
+    rows = Message.objects.filter(thread_id=thread_id).order_by("sequence_number")
+    assert [(m.content, m.is_summary, m.compacted_at) for m in rows] == [
+        ("m1", False, None),
+        ("m2", False, None),
+        ("m3", False, None),
+    ]
+    state = api.get(f"{BASE}/threads/{thread_id}").json()["compaction"]
+    assert (state["count"], state["lastError"]) == (
+        0,
+        "database: server closed the connection unexpectedly",
+    )
+    assert audit.thread_audit(thread_id=thread_id) == []
+    # The next append is still over the threshold, so it compacts: 1..3 folded, m4 kept.
+    again = api.append(thread_id, "m4")
+    assert (again.status_code, again.json()["compacted"]) == (201, True)
+    summary = Message.objects.get(thread_id=thread_id, is_summary=True, compacted_at=None)
+    assert (summary.covers_from_sequence, summary.covers_to_sequence) == (1, 3)
+    state = api.get(f"{BASE}/threads/{thread_id}").json()["compaction"]
+    assert (state["count"], state["lastError"]) == (1, None)
+    assert audit.thread_audit(thread_id=thread_id) == []
+
+
+def test_it_answers_a_tool_call_whose_agent_compaction_lost_the_connection(
+    api: Api, settings: Any
+) -> None:
+    settings.MEMORY_AGENT_MAX_VERBATIM_MESSAGES = 4  # the call's two rows force a checkpoint
+    assert api.client.put(
+        "/v1/memory/agents/dm",
+        data=json.dumps({"memory": {}}),
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {api.key}"},
+    ).status_code == 201
+    thread_id = api.create_thread(agent="dm")["threadId"]
+    for n in (1, 2):
+        assert api.append(thread_id, f"m{n}").status_code == 201
+    call = {"name": "close_memory", "arguments": {"name": "quest", "description": "d", "content": "c"}}
+    with connection_drops_at(_inserts_summary) as hit:
+        resp = api.post(f"{BASE}/threads/{thread_id}/tools", call)
+    assert hit != []
+    assert (resp.status_code, resp.json()["isError"], resp.json()["resultSequence"]) == (200, False, 4)
+    assert Message.objects.filter(thread_id=thread_id, is_summary=True).count() == 0
+    assert Message.objects.filter(thread_id=thread_id, compacted_at__isnull=False).count() == 0
+    assert Thread.objects.get(pk=thread_id).last_compaction_error.startswith("database: ")
+    assert audit.thread_audit(thread_id=thread_id) == []
+    assert api.append(thread_id, "m5").status_code == 201  # the next append checkpoints
+    assert Message.objects.filter(thread_id=thread_id, is_summary=True).count() == 1
+    assert audit.thread_audit(thread_id=thread_id) == []
