@@ -259,6 +259,9 @@ MEMORY_OFFLINE_CONTEXT_WINDOW = env_int("MEMORY_OFFLINE_CONTEXT_WINDOW", 32_768)
 # A chat reply streams to the browser in batches: one frame per this many ms or chars.
 MEMORY_CHAT_FLUSH_MS = env_int("MEMORY_CHAT_FLUSH_MS", 50)
 MEMORY_CHAT_FLUSH_CHARS = env_int("MEMORY_CHAT_FLUSH_CHARS", 400)
+# Open thread pages get their panels rendered once per burst of events, this many ms after
+# its first (playground.fragments).
+MEMORY_LIVE_FRAGMENT_DELAY_MS = env_int("MEMORY_LIVE_FRAGMENT_DELAY_MS", 100)
 
 # One line per event: Django's own console handler (DEBUG only) is dropped so its records
 # (a 4xx is "Not Found: /path" at WARNING) reach the root handler once, not twice; uvicorn's

@@ -10,7 +10,11 @@ handshake would reach it only as 1006) and knows not to retry.
 
 Both are a SessionBoundConsumer: once subscribed, it forwards every event
 memoryapp.events sends to its group as one JSON frame ``{"event", "threadId", "data"}``,
-for as long as its session is a member's. It also joins its session's and its user's groups: on
+for as long as its session is a member's. A thread's socket opened with ``&fragments=1``
+(the thread page and the playground) also gets the thread's messages and stats panels,
+rendered once for all such sockets of the process after a burst of events
+(``thread.fragments``, playground.fragments), so open tabs do not each refetch them.
+It also joins its session's and its user's groups: on
 ``access.recheck`` (memoryapp.events.access_changed: logout or any end of the session, a
 password change, a membership removed, a project deleted) and when the session's expiry
 date passes, it checks its session and membership again and closes with 4401 (signed
@@ -35,6 +39,7 @@ from django.utils import timezone
 
 from memoryapp import events
 from memoryapp.models import Membership, Thread
+from playground import fragments
 
 CLOSE_FORBIDDEN = 4403
 CLOSE_SIGNED_OUT = 4401
@@ -193,6 +198,34 @@ class ThreadConsumer(SessionBoundConsumer):
     def content_groups(self) -> list[str]:
         """The thread's group."""
         return [events.thread_group(uuid.UUID(self.thread_id))]
+
+    fragments_subscribed = False
+
+    async def connect(self) -> None:
+        await super().connect()
+        # Messages are handled only once connect returns: no event is missed here.
+        if self.groups_joined and not self.closed and self.query_param("fragments") == "1":
+            fragments.hub.subscribe(self.thread_id, self.channel_name)
+            self.fragments_subscribed = True
+
+    async def disconnect(self, code: int) -> None:
+        if self.fragments_subscribed:
+            fragments.hub.unsubscribe(self.thread_id, self.channel_name)
+            self.fragments_subscribed = False
+        await super().disconnect(code)
+
+    async def thread_event(self, message: dict[str, Any]) -> None:
+        """Forward the event; one that changes the panels asks the hub for them."""
+        await super().thread_event(message)
+        if self.fragments_subscribed and message["event"] in fragments.FRAGMENT_EVENTS:
+            fragments.hub.poke(self.thread_id)
+
+    async def thread_fragments(self, message: dict[str, Any]) -> None:
+        """The thread's panels were rendered (playground.fragments): send the newest
+        frame, encoded once for every socket of the thread."""
+        frame = fragments.hub.frame(self.thread_id)
+        if not self.closed and frame is not None:
+            await self.send(text_data=frame)
 
 
 def may_watch_dataset(user: Any, project_id: str | None, dataset: str | None) -> bool:

@@ -22,10 +22,16 @@ websocket_urlpatterns: list[Any] = [
 urlpatterns = websocket_urlpatterns
 
 
-def thread_socket_path(thread_id: uuid.UUID | str, project: Project) -> str:
-    """The path of a thread's WebSocket for pages of ``project`` (``?projectId=``)."""
+def thread_socket_path(
+    thread_id: uuid.UUID | str, project: Project, *, fragments: bool = False
+) -> str:
+    """The path of a thread's WebSocket for pages of ``project`` (``?projectId=``);
+    ``fragments`` asks for its rendered panels too (``&fragments=1``, playground.fragments)."""
     route = reverse("thread-socket", urlconf=__name__, kwargs={"thread_id": str(thread_id)})
-    return f"{route}?{urlencode({'projectId': project.pk})}"
+    query: dict[str, Any] = {"projectId": project.pk}
+    if fragments:
+        query["fragments"] = 1
+    return f"{route}?{urlencode(query)}"
 
 
 def dataset_socket_path(project: Project, dataset: str) -> str:

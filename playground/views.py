@@ -21,7 +21,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from memoryapp import datasets, episodic, jobs, serializers, tasks, working
+from memoryapp import datasets, episodic, jobs, tasks, working
 from memoryapp.errors import InvalidInput, ThreadNotFound
 from memoryapp.models import Project, Thread
 from playground import forms, selectors
@@ -31,6 +31,7 @@ from playground.access import (
     get_thread_for_user,
     user_projects,
 )
+from playground.fragments import stats_context
 from playground.job_views import thread_jobs_context
 from playground.pages import page, partial, project_url, thread_fragment, wants_partial
 from playground.routing import thread_socket_path
@@ -48,33 +49,6 @@ def _before_param(request: HttpRequest) -> int | None:
     return int(raw)
 
 
-def _duration_text(stats: dict[str, Any]) -> str:
-    """``sessionDuration`` as people read it: ``"2 h 5 min"``, ``"3 min 20 s"``, ``"12 s"``."""
-    duration = stats.get("sessionDuration")
-    if not duration:
-        return ""
-    seconds = int(duration["seconds"])
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours} h {minutes} min"
-    if minutes:
-        return f"{minutes} min {secs} s"
-    return f"{secs} s"
-
-
-def stats_context(thread: Thread) -> dict[str, Any]:
-    counted = working.thread_stats(thread=thread)
-    stats = serializers.stats_to_dict(counted)
-    return {
-        "stats": stats,
-        "in_context": counted.context,
-        "duration_text": _duration_text(stats),
-        "chat": selectors.thread_chat_totals(thread=thread),
-        "turns_url": project_url("playground:thread-turns", thread.project, thread.pk),
-    }
-
-
 def thread_context(thread: Thread, before: int | None) -> dict[str, Any]:
     project = thread.project
     return {
@@ -86,7 +60,7 @@ def thread_context(thread: Thread, before: int | None) -> dict[str, Any]:
         "thread_url": project_url("playground:thread", project, thread.pk),
         "stats_url": project_url("playground:thread-stats", project, thread.pk),
         **thread_jobs_context(thread),
-        "ws_path": thread_socket_path(thread.pk, project),
+        "ws_path": thread_socket_path(thread.pk, project, fragments=True),
     }
 
 

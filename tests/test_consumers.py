@@ -22,6 +22,7 @@ from memoryapp import compaction, episodic, events, projects, serializers, worki
 from memoryapp.asgi import application
 from memoryapp.chat import chat_turn
 from memoryapp.models import Message, Project, Thread
+from playground import fragments
 from playground.consumers import CLOSE_FORBIDDEN, CLOSE_SIGNED_OUT
 from playground.routing import dataset_socket_path, thread_socket_path
 from tests.conftest import World
@@ -51,14 +52,14 @@ def _session_cookie(user: User | None) -> str:
 
 
 async def _connect(
-    thread_id: Any, project_id: Any, user: User | None
+    thread_id: Any, project_id: Any, user: User | None, query: str = ""
 ) -> tuple[WebsocketCommunicator, bool, Any]:
     cookie = await sync_to_async(_session_cookie)(user)
     headers = [(b"origin", b"http://testserver")]
     if cookie:
         headers.append((b"cookie", cookie.encode()))
     communicator = WebsocketCommunicator(
-        application, f"/ws/threads/{thread_id}/?projectId={project_id}", headers=headers
+        application, f"/ws/threads/{thread_id}/?projectId={project_id}{query}", headers=headers
     )
     connected, subprotocol = await communicator.connect(timeout=TIMEOUT)
     return communicator, connected, subprotocol
@@ -170,6 +171,63 @@ async def test_it_streams_a_chat_turn_to_a_subscribed_client(world: World) -> No
         assert frames[-1]["data"] == body
     finally:
         await communicator.disconnect()
+
+
+# One reply frame; a window long enough that the whole turn is one burst on a busy machine.
+@override_settings(MEMORY_CHAT_FLUSH_MS=60_000, MEMORY_LIVE_FRAGMENT_DELAY_MS=1500)
+async def test_it_renders_the_panels_once_for_every_tab_that_asks_for_them(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 10 item 5: open tabs (?fragments=1) get the messages and stats panels rendered
+    once per burst, the very HTML their htmx refresh would have fetched; a socket that did
+    not ask gets the events only."""
+    project, thread, user = world.project, world.thread, world.member
+    renders: list[str] = []
+    real_render = fragments.render_thread_fragments
+
+    def counting_render(thread_id: Any) -> str | None:
+        renders.append(str(thread_id))
+        return real_render(thread_id)
+
+    monkeypatch.setattr(fragments, "render_thread_fragments", counting_render)
+    tabs = [(await _connect(thread.id, project.pk, user, "&fragments=1"))[0] for _ in range(2)]
+    plain, _, _ = await _connect(thread.id, project.pk, user)
+    try:
+        body = await sync_to_async(chat_turn)(thread=thread, user=user, content="hello there")
+        received = [await _frames_until(tab, "thread.fragments") for tab in tabs]
+        for frames in received:
+            assert [f["event"] for f in frames] == [
+                "message.appended", "chat.delta", "message.appended", "chat.done", "thread.fragments",
+            ]
+        assert received[0][-1] == received[1][-1]  # one rendering, the same frame for both
+        assert renders == [str(thread.id)]
+        panels = received[0][-1]
+        assert panels["threadId"] == str(thread.id)
+
+        def refreshed() -> tuple[str, str]:
+            client = world.client(user)
+            query = f"?projectId={project.pk}"
+            playground = f"http://testserver/dashboard/threads/{thread.id}/playground/{query}"
+            headers = {"HX-Request": "true", "HX-Current-URL": playground}
+            messages = client.get(f"/dashboard/threads/{thread.id}/{query}", headers=headers)
+            stats = client.get(f"/dashboard/threads/{thread.id}/stats/{query}", headers=headers)
+            assert messages.status_code == stats.status_code == 200
+            return messages.content.decode(), stats.content.decode()
+
+        messages_html, stats_html = await sync_to_async(refreshed)()
+        assert panels["data"] == {"messages": messages_html, "stats": stats_html}
+        assert 'data-seq="1"' in messages_html and 'data-seq="2"' in messages_html
+        assert body["assistantMessage"]["sequenceNumber"] == 2
+        assert [f["event"] for f in await _frames_until(plain, "chat.done")] == [
+            "message.appended", "chat.delta", "message.appended", "chat.done",
+        ]
+        assert await plain.receive_nothing(timeout=0.5)
+        for tab in tabs:
+            assert await tab.receive_nothing(timeout=0.3)
+    finally:
+        for communicator in (*tabs, plain):
+            await communicator.disconnect()
+    assert fragments.hub.subscribers.get(str(thread.id)) is None
 
 
 async def test_it_refuses_an_anonymous_client(world: World) -> None:

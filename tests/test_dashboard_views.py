@@ -837,7 +837,7 @@ def test_it_wires_the_playground_to_the_chat_and_live_routes(world: World) -> No
     root = page.all(lambda n: n.attrs.get("id") == "live-root")[0]
     pid = world.project.pk
     assert root.attrs["data-chat-url"] == url("playground:chat", world.project, world.thread.pk)
-    assert root.attrs["data-ws-path"] == f"/ws/threads/{world.thread.pk}/?projectId={pid}"
+    assert root.attrs["data-ws-path"] == f"/ws/threads/{world.thread.pk}/?projectId={pid}&fragments=1"
     placeholder = root.attrs["data-turn-placeholder"]
     assert root.attrs["data-turn-url-template"].replace(placeholder, "7") == url(
         "playground:turn-context", world.project, 7

@@ -5,11 +5,15 @@
 // message content is escaped by Django's templates, never built from strings here).
 // Every frame is also re-dispatched as a "memory:event" DOM event for playground.js.
 //
-// Cheap with many tabs open (issue 10 item 5): events are coalesced into one refetch per
-// burst (REFRESH_DELAY_MS after the first), and while a chat turn streams on the thread
-// (a chat.delta seen, no chat.done yet) nothing is refetched at all: the turn's own
-// appends and compactions are picked up by one refresh when it ends, so open tabs do not
-// compete with the turn for the server.
+// Cheap with many tabs open (issue 10 item 5). The thread page and the playground open
+// their socket with ?fragments=1: the server renders the messages and stats panels once
+// per burst of events for every such tab and sends them as one "thread.fragments" frame
+// (playground.fragments), which is swapped in here, so these tabs refetch nothing after
+// an event. Other pages (and everything after a reconnect) refetch with htmx: events are
+// coalesced into one refetch per burst (REFRESH_DELAY_MS after the first), and while a
+// chat turn streams on the thread (a chat.delta seen, no chat.done yet) nothing is
+// refetched at all: the turn's own appends and compactions are picked up by one refresh
+// when it ends, so open tabs do not compete with the turn for the server.
 (function () {
   "use strict";
 
@@ -32,6 +36,8 @@
     var turnsStreaming = new Map(); // turnId -> when its first chat.delta came
     var ownTurns = new Set(); // turns this page sent: playground.js refreshes after them
     var signedOut = false;
+    // The server sends this page its rendered panels (thread.fragments).
+    var pushed = /[?&]fragments=1(&|$)/.test(root.dataset.wsPath);
 
     function setStatus(state, text) {
       if (!statusEl) return;
@@ -94,10 +100,39 @@
       own: function (turnId) { ownTurns.add(turnId); },
     };
 
+    // One panel from a thread.fragments frame, in place of the one on the page. The
+    // thread page's paging links push their URL (the server renders them without).
+    function swapPanel(id, html) {
+      var current = document.getElementById(id);
+      if (!current || typeof html !== "string") return;
+      if (id === "messages" && root.dataset.pushUrl === "true") {
+        var template = document.createElement("template");
+        template.innerHTML = html;
+        template.content.querySelectorAll("a[hx-get]").forEach(function (a) { a.setAttribute("hx-push-url", "true"); });
+        var fresh = template.content.firstElementChild;
+        if (!fresh) return;
+        html = fresh.outerHTML;
+      }
+      htmx.swap(current, html, { swapStyle: "outerHTML" });
+    }
+
+    function applyPanels(data) {
+      if (!data) return;
+      document.dispatchEvent(new CustomEvent("memory:beforeswap"));
+      var messages = document.getElementById("messages");
+      // Older pages stay put: only the newest page follows the thread.
+      if (messages && !messages.dataset.before) swapPanel("messages", data.messages);
+      swapPanel("stats", data.stats);
+      document.dispatchEvent(new CustomEvent("memory:refreshed"));
+    }
+
     function handle(frame) {
       if (!frame || typeof frame.event !== "string") return;
       document.dispatchEvent(new CustomEvent("memory:event", { detail: frame }));
       switch (frame.event) {
+        case "thread.fragments":
+          applyPanels(frame.data);
+          break;
         case "chat.delta":
           if (frame.data && !turnsStreaming.has(frame.data.turnId)) turnsStreaming.set(frame.data.turnId, Date.now());
           break;
@@ -105,15 +140,15 @@
         case "chat.error":
           if (frame.data) turnsStreaming.delete(frame.data.turnId);
           if (frame.data && ownTurns.delete(frame.data.turnId)) break;
-          schedule({ messages: true, stats: true });
+          if (!pushed) schedule({ messages: true, stats: true });
           break;
         case "message.appended":
         case "thread.compacted":
         case "thread.changed":
-          schedule({ messages: true, stats: true });
+          if (!pushed) schedule({ messages: true, stats: true });
           break;
         case "compaction.failed":
-          schedule({ stats: true });
+          if (!pushed) schedule({ stats: true });
           break;
         case "job.changed":
           schedule({ jobs: true });

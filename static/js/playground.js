@@ -324,6 +324,8 @@
     // scrolled up to read older ones.
     var stickOnSwap = true;
     document.body.addEventListener("htmx:beforeSwap", function () { stickOnSwap = nearBottom(); });
+    // Panels the server pushed (live.js swaps them without an htmx request).
+    document.addEventListener("memory:beforeswap", function () { stickOnSwap = nearBottom(); });
     document.body.addEventListener("htmx:afterSettle", function () { if (stickOnSwap) toBottom(); });
 
     // The page's first Tab stop ("Skip to the message input") puts the cursor in the box.

@@ -391,3 +391,39 @@ def test_it_saves_screenshots_of_the_thread_page_and_the_playground(
         shot_width, shot_height = png_size(output_dir / name)
         assert shot_width == width, name
         assert shot_height >= 400, name
+
+
+# --- many open tabs cost one rendering (issue 10 item 5) ----------------------------------
+
+
+def test_it_pushes_a_turn_to_every_open_tab_without_a_refetch(
+    owner: Owner, live_url: str, new_page: Any
+) -> None:
+    """Two thread pages watch a turn sent from the playground: the server pushes them the
+    rendered panels (thread.fragments), so neither fetches anything, and the pushed list's
+    paging link still pushes its URL on the thread page (not on the playground)."""
+    thread = working.thread_create(project=owner.project, dataset="user_tabs")
+    for n in range(1, 53):  # past one page of 50, so there is a "Load older" link
+        working.message_append(thread=thread, role="user" if n % 2 else "assistant", content=f"line {n}")
+    playground = new_page()
+    log_in(playground, live_url)
+    tabs = [playground.context.new_page() for _ in range(2)]
+    seen = [watch(p) for p in (playground, *tabs)]
+    fetched: list[list[str]] = [[] for _ in tabs]
+    open_live(playground, thread_url(live_url, thread, "playground/"))
+    for tab, urls in zip(tabs, fetched, strict=True):
+        open_live(tab, thread_url(live_url, thread))
+        mark_document(tab)
+        tab.on("request", lambda request, urls=urls: urls.append(request.url))
+
+    send_turn(playground, "what did we say?")
+
+    for tab in tabs:
+        expect(message_contents(tab, "assistant").last).to_have_text(OFFLINE_REPLY, timeout=TURN_TIMEOUT_MS)
+        expect(tab.get_by_test_id("stat-turns")).to_have_text("1", timeout=LIVE_TIMEOUT_MS)
+        expect(tab.get_by_test_id("load-older")).to_have_attribute("hx-push-url", "true")
+        assert_same_document(tab)
+    expect(message_contents(playground, "assistant").last).to_have_text(OFFLINE_REPLY)
+    assert playground.get_by_test_id("load-older").get_attribute("hx-push-url") is None
+    assert fetched == [[], []]
+    assert seen == [PageWatch(), PageWatch(), PageWatch()]
