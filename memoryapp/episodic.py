@@ -252,7 +252,10 @@ def _episode_write(
             entities=extraction.entities,
             messages=by_sequence,
         )
-        events.dataset_changed(thread)  # its dashboard page refreshes once this commits
+        # Its dashboard page refreshes once this commits.
+        events.dataset_changed(
+            project_id=thread.project_id, dataset=thread.dataset, thread_id=thread.pk
+        )
     return EpisodeBuilt(
         episode=episode,
         created=True,

@@ -110,9 +110,10 @@ def _nobody_listens(layer: Any, group: str) -> bool:
 
 
 def _payload(
-    thread_id: uuid.UUID | str, event: str, build: Callable[[], dict[str, Any]]
+    thread_id: uuid.UUID | str | None, event: str, build: Callable[[], dict[str, Any]]
 ) -> dict[str, Any]:
-    return {"type": "thread.event", "event": event, "threadId": str(thread_id), "data": build()}
+    thread = None if thread_id is None else str(thread_id)
+    return {"type": "thread.event", "event": event, "threadId": thread, "data": build()}
 
 
 def dataset_group(project_id: int, dataset: str) -> str:
@@ -153,12 +154,12 @@ def _group_send(group: str, build: Callable[[], dict[str, Any]]) -> None:
 
 
 def _send_now(
-    thread_id: uuid.UUID | str,
+    thread_id: uuid.UUID | str | None,
     event: str,
     build: Callable[[], dict[str, Any]],
     group: str | None = None,
 ) -> None:
-    _group_send(group or thread_group(thread_id), lambda: _payload(thread_id, event, build))
+    _group_send(group or thread_group(str(thread_id)), lambda: _payload(thread_id, event, build))
 
 
 def broadcast(thread_id: uuid.UUID | str, event: str, build: Callable[[], dict[str, Any]]) -> None:
@@ -214,11 +215,15 @@ def job_changed(thread_id: uuid.UUID, job: dict[str, Any]) -> None:
     broadcast(thread_id, "job.changed", lambda: job)
 
 
-def dataset_changed(thread: Thread) -> None:
-    """The memory of the thread's dataset changed (an episode and its facts were written):
-    sent to the dataset's group, which the dashboard's dataset page listens to."""
-    group = dataset_group(thread.project_id, thread.dataset)
-    transaction.on_commit(lambda: _send_now(thread.pk, "dataset.changed", dict, group=group))
+def dataset_changed(*, project_id: int, dataset: str, thread_id: uuid.UUID | None = None) -> None:
+    """The memory of a dataset changed, once the current transaction commits: sent to the
+    dataset's group, which the dashboard's dataset page listens to.
+
+    Every writer of a dataset's memory calls it: an episode and its facts written by a
+    thread's job (``thread_id`` that thread), a fact deleted, an invalidation confirmed or
+    restored (``thread_id`` None: the frame's ``threadId`` is null)."""
+    group = dataset_group(project_id, dataset)
+    transaction.on_commit(lambda: _send_now(thread_id, "dataset.changed", dict, group=group))
 
 
 def _recheck_message() -> dict[str, Any]:

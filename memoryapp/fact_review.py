@@ -9,6 +9,9 @@ An entry is a fact invalidated by another fact (``invalidated_by`` set) within t
   cleared) and the newer one is invalidated by it at the moment of the restore; both
   directions of the pair are recorded as ``restored``, so neither shows in the inbox
   again. Recall reads ``invalidated_at``, so it follows at once.
+
+Both tell the dataset's open dashboard pages (events.dataset_changed) once they commit,
+as semantic.fact_delete does for a deleted fact.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
+from memoryapp import events
 from memoryapp.errors import FactNotFound
 from memoryapp.models import Fact, FactReview, Project
 
@@ -83,6 +87,7 @@ def contradiction_confirm(*, project: Project, fact_id: uuid.UUID, reviewer: Use
             project=project, fact=fact, replaced_by=_newer(fact),
             action=FactReview.Action.CONFIRMED, reviewer=reviewer,
         )
+        events.dataset_changed(project_id=project.pk, dataset=fact.dataset)  # the inbox shrank
     return fact
 
 
@@ -103,4 +108,5 @@ def contradiction_restore(*, project: Project, fact_id: uuid.UUID, reviewer: Use
         fact.save(update_fields=["invalidated_at", "invalidated_by"])
         newer.invalidated_at, newer.invalidated_by = moment, fact
         newer.save(update_fields=["invalidated_at", "invalidated_by"])
+        events.dataset_changed(project_id=project.pk, dataset=fact.dataset)
     return fact

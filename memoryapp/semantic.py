@@ -29,6 +29,7 @@ from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
+from memoryapp import events
 from memoryapp.errors import FactNotFound
 from memoryapp.llm.port import ExtractedEntity, ExtractedFact
 from memoryapp.models import Entity, Episode, Fact, Message, Project
@@ -380,10 +381,12 @@ def fact_delete(*, project: Project, fact_id: str | uuid.UUID) -> None:
     """Forget one fact for good (a person's right to have one thing forgotten): the row
     and its full-text index entry go in one transaction, so recall and search stop
     returning it at once. A fact it had invalidated stays invalidated (what was said
-    stays said) with ``invalidated_by`` cleared. Raises FactNotFound."""
+    stays said) with ``invalidated_by`` cleared; the dataset's open pages are told
+    (events.dataset_changed). Raises FactNotFound."""
     with transaction.atomic():
         fact = fact_get(project=project, fact_id=fact_id)
         fact.delete()
+        events.dataset_changed(project_id=project.pk, dataset=fact.dataset)
 
 
 # --- search -------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from django.contrib.auth.models import User
 from django.contrib.sessions.backends.db import SessionStore
 from django.db import transaction
 from django.test import Client, override_settings
+from django.urls import reverse
 
 from memoryapp import compaction, episodic, events, projects, serializers, working
 from memoryapp.asgi import application
@@ -26,6 +27,7 @@ from playground import fragments
 from playground.consumers import CLOSE_FORBIDDEN, CLOSE_SIGNED_OUT
 from playground.routing import dataset_socket_path, thread_socket_path
 from tests.conftest import World
+from tests.test_memory_views import civic_then_prius
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -313,6 +315,36 @@ async def test_it_sends_a_dataset_page_the_end_of_an_episode_job(world: World) -
     await other.disconnect()
 
 
+@pytest.mark.parametrize("action", ["fact-delete", "contradiction-confirm", "contradiction-restore"])
+async def test_it_tells_a_dataset_page_of_a_fact_deleted_confirmed_or_restored(
+    world: World, action: str
+) -> None:
+    """Another open page of the dataset hears of a fact review done on the dashboard, once
+    per change (an action that changes nothing sends nothing)."""
+    project, user = world.project, world.member
+
+    def civic_path() -> str:
+        civic, _ = civic_then_prius(world)
+        return f"{reverse(f'playground:{action}', args=[civic.pk])}?projectId={project.pk}"
+
+    target = await sync_to_async(civic_path)()
+    communicator, connected = await _connect_dataset(project.pk, "user_42", user)
+    other, other_connected = await _connect_dataset(project.pk, "user_7", user)
+    assert connected and other_connected
+
+    def post() -> int:
+        return int(world.client(user).post(target).status_code)
+
+    assert await sync_to_async(post)() == 302
+    frame = await communicator.receive_json_from(timeout=TIMEOUT)
+    assert frame == {"event": "dataset.changed", "threadId": None, "data": {}}
+    assert await sync_to_async(post)() in (302, 404)  # reviewed or deleted already
+    assert await communicator.receive_nothing(timeout=0.3)
+    assert await other.receive_nothing(timeout=0.1)
+    await communicator.disconnect()
+    await other.disconnect()
+
+
 async def test_it_refuses_a_dataset_to_an_outsider_a_visitor_and_no_dataset(world: World) -> None:
     project = world.project
     for project_id, dataset, user in (
@@ -343,7 +375,7 @@ def _poke(thread: Thread, content: str = "secret") -> None:
     the thread's dataset (the dataset's group), sent when this commits."""
     with transaction.atomic():
         working.message_append(thread=thread, role="user", content=content)
-        events.dataset_changed(thread)
+        events.dataset_changed(project_id=thread.project_id, dataset=thread.dataset, thread_id=thread.pk)
 
 
 async def _open_with_client(
