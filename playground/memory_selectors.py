@@ -13,10 +13,12 @@ from django.db.models import Count, Q
 
 from memoryapp import jobs
 from memoryapp.models import Entity, Episode, Fact, Job, Message, Project, Thread
+from memoryapp.paging import keyset_page
 
-# Rows a dataset page shows of each list (newest first); the API pages through the rest.
-EPISODES_SHOWN = 200
-FACTS_SHOWN = 500
+# Rows per page of a dataset's (and an entity's) lists; "Older" links page through the
+# rest with the keyset cursors of memoryapp.paging.
+EPISODES_PAGE_SIZE = 50
+FACTS_PAGE_SIZE = 100
 JOBS_SHOWN = 100
 
 
@@ -61,47 +63,54 @@ class EntityFacts:
     invalidated: list[Fact] = field(default_factory=list)
 
 
-def _facts(project: Project, dataset: str) -> list[Fact]:
-    return list(
-        Fact.objects.filter(project=project, dataset=dataset)
-        .select_related("subject", "invalidated_by")
-        .order_by("-valid_from", "-id")[:FACTS_SHOWN]
-    )
+def _facts_page(project: Project, dataset: str, cursor: str | None) -> tuple[list[Fact], str | None]:
+    qs = Fact.objects.filter(project=project, dataset=dataset).select_related("subject", "invalidated_by")
+    return keyset_page(qs, time_field="valid_from", cursor=cursor, limit=FACTS_PAGE_SIZE)
 
 
-def facts_by_entity(*, project: Project, dataset: str) -> list[EntityFacts]:
-    """The dataset's facts grouped by subject entity (by name; facts without a subject
-    last), newest first within each group."""
+def facts_by_entity(
+    *, project: Project, dataset: str, cursor: str | None = None
+) -> tuple[list[EntityFacts], str | None]:
+    """One page of the dataset's facts (FACTS_PAGE_SIZE, newest ``valid_from`` first,
+    from ``cursor``) grouped by subject entity (by name; facts without a subject last),
+    newest first within each group; and the cursor of the older page (None on the last).
+    Raises InvalidInput (path ``cursor``) for a malformed cursor."""
+    facts, next_cursor = _facts_page(project, dataset, cursor)
     groups: dict[object, EntityFacts] = {}
-    for fact in _facts(project, dataset):
+    for fact in facts:
         group = groups.setdefault(fact.subject_id, EntityFacts(fact.subject))
         (group.invalidated if fact.invalidated_at else group.current).append(fact)
-    return sorted(
+    ordered = sorted(
         groups.values(), key=lambda g: (g.entity is None, g.entity.name.casefold() if g.entity else "")
     )
+    return ordered, next_cursor
 
 
-def entity_facts(*, entity: Entity) -> EntityFacts:
-    """The facts about ``entity`` or mentioning it, current and invalidated."""
-    facts = (
+def entity_facts(*, entity: Entity, cursor: str | None = None) -> tuple[EntityFacts, str | None]:
+    """One page of the facts about ``entity`` or mentioning it (FACTS_PAGE_SIZE, newest
+    first, from ``cursor``), current and invalidated, and the older page's cursor. Raises
+    InvalidInput (path ``cursor``) for a malformed cursor."""
+    qs = (
         Fact.objects.filter(Q(subject=entity) | Q(entities=entity))
         .distinct()
         .select_related("subject", "invalidated_by")
-        .order_by("-valid_from", "-id")[:FACTS_SHOWN]
     )
+    facts, next_cursor = keyset_page(qs, time_field="valid_from", cursor=cursor, limit=FACTS_PAGE_SIZE)
     group = EntityFacts(entity)
     for fact in facts:
         (group.invalidated if fact.invalidated_at else group.current).append(fact)
-    return group
+    return group, next_cursor
 
 
-def episodes_timeline(*, project: Project, dataset: str) -> list[Episode]:
-    """The dataset's episodes, oldest range first, with their threads."""
-    return list(
-        Episode.objects.filter(project=project, dataset=dataset)
-        .select_related("thread")
-        .order_by("created", "thread_id", "from_sequence")[:EPISODES_SHOWN]
-    )
+def episodes_timeline(
+    *, project: Project, dataset: str, cursor: str | None = None
+) -> tuple[list[Episode], str | None]:
+    """One page of the dataset's episodes with their threads: the EPISODES_PAGE_SIZE
+    newest (older than ``cursor``), shown oldest first; and the older page's cursor.
+    Raises InvalidInput (path ``cursor``) for a malformed cursor."""
+    qs = Episode.objects.filter(project=project, dataset=dataset).select_related("thread")
+    rows, next_cursor = keyset_page(qs, time_field="created", cursor=cursor, limit=EPISODES_PAGE_SIZE)
+    return rows[::-1], next_cursor
 
 
 def sources_attach(facts: list[Fact]) -> None:

@@ -4,7 +4,8 @@
 - Memory (``dashboard/memory/``): the project's datasets with their counts.
 - A dataset (``dashboard/memory/dataset/?dataset=``): the episodes' timeline (each links
   to its messages on the thread page), the facts grouped by entity with invalidated ones
-  struck through beside what replaced them and when, and the contradictions inbox
+  struck through beside what replaced them and when (both a page at a time, "Older"
+  links carrying keyset cursors), and the contradictions inbox
   (memoryapp.fact_review). Live: static/js/live.js re-fetches its ``data-live-url``
   fragments on every event of the dataset's group (memoryapp.events.dataset_changed).
 - An entity (``dashboard/memory/entities/<id>/``): its kind, summary and facts.
@@ -19,16 +20,17 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from typing import TypeVar
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_GET, require_POST
 
 from memoryapp import fact_review, semantic
-from memoryapp.errors import FactNotFound
+from memoryapp.errors import FactNotFound, InvalidInput
 from memoryapp.models import Entity, Fact, Job, Project
 from playground import memory_selectors as selectors
 from playground.access import default_project, get_project_for_user
@@ -36,6 +38,7 @@ from playground.pages import page, partial, project_url, wants_partial
 from playground.routing import dataset_socket_path
 
 JOB_STATUSES = [s.value for s in Job.Status]
+T = TypeVar("T")
 
 
 @require_GET
@@ -48,17 +51,55 @@ def memory_home(request: HttpRequest) -> HttpResponse:
     return page(request, "playground/memory.html", {"rows": rows, "nav": "memory"}, project=project)
 
 
-def _dataset_context(project: Project, dataset: str) -> dict[str, object]:
-    groups = selectors.facts_by_entity(project=project, dataset=dataset)
+class _BadCursor(Exception):
+    """A paging parameter that no "Older" link made; the view answers 400 naming it."""
+
+    def __init__(self, field: str) -> None:
+        super().__init__(field)
+        self.field = field
+
+
+def _paged(field: str, read: Callable[[], T]) -> T:
+    try:
+        return read()
+    except InvalidInput as exc:
+        raise _BadCursor(field) from exc
+
+
+def _bad_cursor(exc: _BadCursor) -> HttpResponse:
+    return HttpResponseBadRequest(f"{exc.field}: malformed cursor (use the page's Older link)")
+
+
+def _dataset_context(project: Project, dataset: str, request: HttpRequest) -> dict[str, object]:
+    """The dataset page's lists, each on the page its ``?facts=`` / ``?episodes=`` cursor
+    names (the newest without one). Raises _BadCursor."""
+    cursors = {name: request.GET.get(name) or None for name in ("facts", "episodes")}
+    groups, facts_next = _paged(
+        "facts",
+        lambda: selectors.facts_by_entity(project=project, dataset=dataset, cursor=cursors["facts"]),
+    )
+    episodes, episodes_next = _paged(
+        "episodes",
+        lambda: selectors.episodes_timeline(project=project, dataset=dataset, cursor=cursors["episodes"]),
+    )
     inbox = fact_review.contradiction_list(project=project, dataset=dataset)
     facts = [f for g in groups for f in (*g.current, *g.invalidated)]
     selectors.sources_attach(facts + [f for c in inbox for f in (c.older, c.newer)])
+
+    def here(**changed: str | None) -> str:
+        return project_url("playground:dataset", project, dataset=dataset, **{**cursors, **changed})
+
     return {
         "dataset": dataset,
-        "episodes": selectors.episodes_timeline(project=project, dataset=dataset),
+        "episodes": episodes,
         "groups": groups,
         "inbox": inbox,
-        "live_url": project_url("playground:dataset", project, dataset=dataset),
+        "facts_older_url": facts_next and here(facts=facts_next),
+        "facts_newest_url": cursors["facts"] and here(facts=None),
+        "episodes_older_url": episodes_next and here(episodes=episodes_next),
+        "episodes_newest_url": cursors["episodes"] and here(episodes=None),
+        # A live refresh re-renders the pages this one shows.
+        "live_url": here(),
         "ws_path": dataset_socket_path(project, dataset),
         "nav": "memory",
     }
@@ -68,13 +109,18 @@ def _dataset_context(project: Project, dataset: str) -> dict[str, object]:
 @login_required
 @default_project
 def dataset_detail(request: HttpRequest) -> HttpResponse:
-    """One dataset's episodes, facts by entity and contradictions inbox (``?dataset=``);
-    without a dataset, the Memory tab. An htmx request gets the live fragment only."""
+    """One dataset's episodes, facts by entity and contradictions inbox (``?dataset=``),
+    facts and episodes a page at a time (``?facts=`` / ``?episodes=`` cursors, 400 naming
+    a malformed one); without a dataset, the Memory tab. An htmx request gets the live
+    fragment only."""
     project = get_project_for_user(request)
     dataset = request.GET.get("dataset", "")
     if not dataset:
         return redirect(project_url("playground:memory", project))
-    context = _dataset_context(project, dataset)
+    try:
+        context = _dataset_context(project, dataset, request)
+    except _BadCursor as exc:
+        return _bad_cursor(exc)
     if wants_partial(request):
         return partial(request, "playground/dataset.html#memory-lists", {"project": project, **context})
     return page(request, "playground/dataset.html", context, project=project)
@@ -84,15 +130,22 @@ def dataset_detail(request: HttpRequest) -> HttpResponse:
 @login_required
 @default_project
 def entity_detail(request: HttpRequest, entity_id: uuid.UUID) -> HttpResponse:
-    """One entity: its kind, summary and facts, current and invalidated."""
+    """One entity: its kind, summary and facts, current and invalidated, a page at a time
+    (``?cursor=``, 400 naming a malformed one)."""
     project = get_project_for_user(request)
     entity = get_object_or_404(Entity, pk=entity_id, project=project)
-    group = selectors.entity_facts(entity=entity)
+    cursor = request.GET.get("cursor") or None
+    try:
+        group, next_cursor = _paged("cursor", lambda: selectors.entity_facts(entity=entity, cursor=cursor))
+    except _BadCursor as exc:
+        return _bad_cursor(exc)
     selectors.sources_attach([*group.current, *group.invalidated])
     context = {
         "entity": entity,
         "group": group,
         "dataset": entity.dataset,
+        "older_url": next_cursor and project_url("playground:entity", project, entity.pk, cursor=next_cursor),
+        "newest_url": cursor and project_url("playground:entity", project, entity.pk),
         "nav": "memory",
     }
     return page(request, "playground/entity.html", context, project=project)

@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from memoryapp import episodic, fact_review, semantic, working
-from memoryapp.models import Entity, Fact, FactReview, Job, Thread
+from memoryapp.models import Entity, Episode, Fact, FactReview, Job, Thread
 from tests.conftest import World
 from tests.test_dashboard_views import tree, url
 
@@ -211,3 +211,78 @@ def test_it_lists_the_projects_jobs_with_errors_retry_and_threadless_ones(world:
     assert retried["Location"] == url("playground:jobs", world.project)
     failed.refresh_from_db()
     assert (failed.status, failed.attempts) == ("queued", 1)
+
+
+# --- paging the dataset and entity lists ----------------------------------------------------
+
+
+def _walk(client: Any, first: str, link: str, item: str) -> list[list[str]]:
+    """Follow ``link`` (an "Older" test id) from page ``first``; ``item`` ids per page."""
+    pages, target = [], first
+    while target:
+        page = tree(client.get(target))
+        pages.append([n.attrs[item] for n in page.by_testid(item.removeprefix("data-").removesuffix("-id"))])
+        older = page.by_testid(link)
+        target = older[0].attrs["href"] if older else ""
+    return pages
+
+
+def test_it_pages_a_datasets_facts_and_episodes_with_older_links(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from playground import memory_selectors
+
+    monkeypatch.setattr(memory_selectors, "FACTS_PAGE_SIZE", 1)
+    monkeypatch.setattr(memory_selectors, "EPISODES_PAGE_SIZE", 1)
+    civic_then_prius(world)
+    facts = Fact.objects.filter(project=world.project).order_by("-valid_from", "-id")
+    episodes = Episode.objects.filter(project=world.project).order_by("-created", "-id")
+    assert (len(facts), len(episodes)) == (3, 2)  # the Civic, the Prius, the sale
+    newest_episode = episodes[0]
+    client = world.client(world.member)
+    start = url("playground:dataset", world.project, dataset="user_42")
+
+    assert _walk(client, start, "facts-older", "data-fact-id") == [[str(f.pk)] for f in facts]
+    assert _walk(client, start, "episodes-older", "data-episode-id") == [[str(e.pk)] for e in episodes]
+    newest = tree(client.get(start))
+    assert newest.by_testid("facts-newest") == [] and newest.by_testid("episodes-newest") == []
+    older_facts = newest.by_testid("facts-older")[0].attrs["href"]
+    older = tree(client.get(older_facts))
+    # The other list stays on its page; the live refresh re-renders the same pages.
+    assert older.by_testid("facts-newest")[0].attrs["href"] == start
+    assert older.by_testid("memory-lists")[0].attrs["data-live-url"] == older_facts
+    assert [e.attrs["data-episode-id"] for e in older.by_testid("episode")] == [str(newest_episode.pk)]
+
+
+def test_it_pages_an_entitys_facts_with_older_links(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    from django.db.models import Q
+
+    from playground import memory_selectors
+
+    monkeypatch.setattr(memory_selectors, "FACTS_PAGE_SIZE", 1)
+    civic_then_prius(world)
+    entity = Entity.objects.get(project=world.project, key="honda civic")
+    expected = [
+        str(pk)
+        for pk in Fact.objects.filter(Q(subject=entity) | Q(entities=entity))
+        .distinct()
+        .order_by("-valid_from", "-id")
+        .values_list("pk", flat=True)
+    ]
+    assert len(expected) == 2
+    start = url("playground:entity", world.project, entity.pk)
+    pages = _walk(world.client(world.member), start, "facts-older", "data-fact-id")
+    assert pages == [[pk] for pk in expected]
+
+
+@pytest.mark.parametrize(
+    ("name", "param"),
+    [("playground:dataset", "facts"), ("playground:dataset", "episodes"), ("playground:entity", "cursor")],
+)
+def test_it_answers_a_malformed_page_cursor_400_naming_it(world: World, name: str, param: str) -> None:
+    say_and_end(world.thread, "I drive a Honda Civic")
+    args = (Entity.objects.get(project=world.project, key="honda civic").pk,) if name.endswith("entity") else ()
+    query = {"dataset": "user_42"} if name.endswith("dataset") else {}
+    response = world.client(world.member).get(url(name, world.project, *args, **query, **{param: "garbage"}))
+    assert response.status_code == 400
+    assert response.content.decode() == f"{param}: malformed cursor (use the page's Older link)"
