@@ -9,9 +9,10 @@ can report every broken thread at once instead of stopping at the first.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 
 from memoryapp import notes, working
-from memoryapp.models import Job, Message, Thread
+from memoryapp.models import Fact, Job, Message, Thread
 
 PREPARE_LIMIT = 100  # the largest window prepare builds (memoryapp.working.prepare)
 
@@ -51,38 +52,97 @@ def _summaries(thread: Thread, rows: list[Message]) -> list[str]:
     return problems
 
 
-def _window(thread: Thread, rows: list[Message]) -> list[str]:
-    """prepare's window is the un-compacted tail (the newest PREPARE_LIMIT ordinary rows,
+def _window(thread: Thread, rows: list[Message], limit: int) -> list[str]:
+    """prepare's window is the un-compacted tail (the newest ``limit`` ordinary rows,
     without a tool result at its head whose call was cut off) and its counters agree."""
     live = [r for r in rows if not r.is_summary and r.compacted_at is None]
     problems: list[str] = []
     if thread.uncompacted_count != len(live):
         problems.append(f"uncompacted_count {thread.uncompacted_count} != {len(live)} live rows")
-    tail = live[-PREPARE_LIMIT:]
+    tail = live[-limit:]
     if tail and "toolResult" in (tail[0].metadata or {}):
         tail = tail[1:]
-    window = working.prepare(thread=thread.pk, message_limit=PREPARE_LIMIT)
+    window = working.prepare(thread=thread.pk, message_limit=limit)
     if [(m.role, m.content) for m in window.tail] != [(r.role, r.content) for r in tail]:
-        problems.append("prepare's window is not the un-compacted tail")
+        problems.append(f"prepare's window of {limit} is not the un-compacted tail")
+    summary = window.summary.message_id if window.summary else None
+    if summary != thread.active_summary_id:
+        problems.append("prepare's summary is not the active summary")
     return problems
 
 
-def thread_audit(*, thread_id: uuid.UUID | str) -> list[str]:
+def _pairs(rows: list[Message]) -> list[str]:
+    """Every recorded tool call is followed by its result (same id), and compaction never
+    split them: both are live, or both were folded by the same run."""
+    ordinary = [r for r in rows if not r.is_summary]
+    problems: list[str] = []
+    for before, after in zip([None, *ordinary], [*ordinary, None], strict=True):
+        call = (before.metadata or {}).get("toolCall") if before else None
+        result = (after.metadata or {}).get("toolResult") if after else None
+        if (call is None) != (result is None) or (call and result and call["id"] != result["id"]):
+            where = after.sequence_number if after else (before.sequence_number if before else 0)
+            problems.append(f"a tool call and its result are not adjacent at row {where}")
+        elif before and after and call and before.compacted_at != after.compacted_at:
+            problems.append(f"compaction split the tool call {before.sequence_number} from its result")
+    return problems
+
+
+def thread_audit(*, thread_id: uuid.UUID | str, message_limit: int = PREPARE_LIMIT) -> list[str]:
     """Every invariant of one thread that does not hold, as readable lines (empty: all hold).
 
     Checks: sequence numbers 1..N without gaps; exactly one active summary once the thread
     was compacted, and the thread row's pointer to it; every compacted row inside the range
-    of the summary that folded it; the un-compacted counter and prepare's window equal to
-    the un-compacted tail (spec 002); the note store under its cap (spec 004). Read-only;
+    of the summary that folded it; the un-compacted counter and prepare's window (of
+    ``message_limit`` messages, 1..100) equal to the un-compacted tail, its summary the
+    active one (spec 002); every memory tool call adjacent to its result and never split
+    from it by compaction; the note store under its cap (spec 004). Read-only;
     run it when no writer is active, or a write between its reads may show as a violation.
     Raises Thread.DoesNotExist for an unknown id.
     """
     thread = Thread.objects.get(pk=thread_id)
     rows = list(Message.objects.filter(thread=thread).order_by("sequence_number"))
-    problems = _numbering(rows) + _summaries(thread, rows) + _window(thread, rows)
+    problems = _numbering(rows) + _summaries(thread, rows) + _window(thread, rows, message_limit)
+    problems += _pairs(rows)
     if notes.store_bytes(thread.pk) > notes.store_cap_bytes():
         problems.append("the note store is over its cap")
     return [f"thread {thread.pk}: {p}" for p in problems]
+
+
+def fact_audit(
+    *, project_id: int, dataset: str, successors_forgotten: Collection[uuid.UUID] = ()
+) -> list[str]:
+    """Every lineage rule of the dataset's facts that does not hold (empty: all hold).
+
+    A fact is invalidated exactly when it names the fact that replaced it
+    (``invalidated_at`` and ``invalidated_by`` set together), except a fact in
+    ``successors_forgotten``: its replacement was deleted, and what was said stays said
+    (memoryapp.semantic.fact_delete), so it stays invalidated with no successor. A
+    successor is another fact of the same project, dataset, subject and attribute; among
+    the current facts of one subject and attribute at most one is single-valued (a
+    second one would have invalidated the first). Read-only, like thread_audit.
+    """
+    facts = list(Fact.objects.filter(project_id=project_id, dataset=dataset))
+    by_id = {f.pk: f for f in facts}
+    problems: list[str] = []
+    single: dict[tuple[object, str], int] = {}
+    for fact in facts:
+        if fact.invalidated_at is None:
+            if fact.invalidated_by_id is not None:
+                problems.append(f"fact {fact.pk} names a successor but is current")
+            elif fact.single_valued:
+                key = (fact.subject_id, fact.attribute)
+                single[key] = single.get(key, 0) + 1
+            continue
+        successor = by_id.get(fact.invalidated_by_id) if fact.invalidated_by_id else None
+        if fact.invalidated_by_id is None:
+            if fact.pk not in successors_forgotten:
+                problems.append(f"fact {fact.pk} is invalidated without a successor")
+        elif successor is None or successor.pk == fact.pk:
+            problems.append(f"fact {fact.pk} is invalidated by a fact outside its dataset")
+        elif (successor.subject_id, successor.attribute) != (fact.subject_id, fact.attribute):
+            problems.append(f"fact {fact.pk} is invalidated by a fact about something else")
+    problems += [f"{n} current single-valued facts for {key}" for key, n in single.items() if n > 1]
+    return [f"dataset {dataset!r}: {p}" for p in problems]
 
 
 def jobs_unfinished(*, thread_ids: list[uuid.UUID]) -> list[str]:
