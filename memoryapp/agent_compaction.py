@@ -30,11 +30,12 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from memoryapp import events, llm, notes
+from memoryapp import compaction_history, events, llm, notes
+from memoryapp.compaction_history import RunStart
 from memoryapp.compaction_lease import compaction_lease
 from memoryapp.errors import ModelCallFailed, ThreadNotFound
 from memoryapp.llm.port import ModelError, OpenNote, Summary, TranscriptMessage
-from memoryapp.models import Agent, MemoryNote, Message, Thread
+from memoryapp.models import Agent, CompactionRun, MemoryNote, Message, Thread
 from memoryapp.results import AutoCompaction, CompactionResult
 from memoryapp.tokens import count_tokens
 
@@ -125,14 +126,6 @@ def _previous_summary(checkpoint: Message | None) -> str | None:
     return (checkpoint.metadata.get("checkpoint") or {}).get("summary")
 
 
-def _record_failure(thread_id: uuid.UUID, error: ModelError) -> None:
-    message = f"{error.kind}: {error}"[:2000]
-    Thread.objects.filter(pk=thread_id).update(
-        last_compaction_error=message, last_compaction_error_at=timezone.now()
-    )
-    events.compaction_failed(thread_id, message)
-
-
 @dataclass(frozen=True)
 class _Read:
     thread: Thread
@@ -140,9 +133,17 @@ class _Read:
     fold: list[Message]
     forced: bool
     open_notes: list[MemoryNote]
+    trigger: str
+
+    @property
+    def start(self) -> RunStart:
+        """The run's CompactionRun start (memoryapp.compaction_history)."""
+        return RunStart(
+            self.thread.pk, self.trigger, self.agent.compaction_type, self.fold, self.thread.active_summary
+        )
 
 
-def _read(thread_id: uuid.UUID, manual: bool) -> _Read | None:
+def _read(thread_id: uuid.UUID, manual: bool, trigger: str) -> _Read | None:
     thread = (
         Thread.objects.select_related("agent", "active_summary").filter(pk=thread_id).first()
     )
@@ -160,7 +161,9 @@ def _read(thread_id: uuid.UUID, manual: bool) -> _Read | None:
     if not fold:
         return None
     open_notes = list(MemoryNote.objects.filter(thread=thread, is_open=True)) if agent.has_memory else []
-    return _Read(thread=thread, agent=agent, fold=fold, forced=forced, open_notes=open_notes)
+    return _Read(
+        thread=thread, agent=agent, fold=fold, forced=forced, open_notes=open_notes, trigger=trigger
+    )
 
 
 def _commit(read: _Read, summary: Summary | None) -> CompactionResult:
@@ -213,6 +216,10 @@ def _commit(read: _Read, summary: Summary | None) -> CompactionResult:
             },
         }
         row.save(update_fields=["content", "metadata"])
+        compaction_history.record(
+            read.start, outcome=CompactionRun.Outcome.SUCCEEDED, summary_row=row,
+            model=summary.model if summary else "", call_usage=usage,
+        )
         locked.next_sequence += 1
         locked.uncompacted_count = max(locked.uncompacted_count - len(fold_ids), 0)
         locked.active_summary = row
@@ -231,36 +238,45 @@ def _commit(read: _Read, summary: Summary | None) -> CompactionResult:
     return result
 
 
-def _run_once(thread_id: uuid.UUID, manual: bool) -> CompactionResult | None:
-    read = _read(thread_id, manual)
+def _run_once(thread_id: uuid.UUID, manual: bool, trigger: str) -> CompactionResult | None:
+    read = _read(thread_id, manual, trigger)
     if read is None:
         return None
     try:
         summary = _summarize(read.agent, _previous_summary(read.thread.active_summary), read.fold, read.open_notes)
     except ModelError as exc:  # the registry's GuardedModel made any failure a ModelError
-        _record_failure(thread_id, exc)
+        compaction_history.record_failure(read.start, exc)
         raise
-    return _commit(read, summary)
+    try:
+        return _commit(read, summary)
+    except _LostRace:
+        if summary is not None:  # a model call was paid for and its summary thrown away
+            compaction_history.record(
+                read.start, outcome=CompactionRun.Outcome.DISCARDED, model=summary.model,
+                call_usage=summary.usage,
+            )
+        raise
 
 
-def _run(thread_id: uuid.UUID, manual: bool) -> CompactionResult | None:
+def _run(thread_id: uuid.UUID, manual: bool, trigger: str) -> CompactionResult | None:
     for _ in range(MAX_ATTEMPTS):
         try:
-            return _run_once(thread_id, manual)
+            return _run_once(thread_id, manual, trigger)
         except _LostRace:
             logger.info("agent compaction of thread %s lost a race; retrying", thread_id)
     return None
 
 
-def compact(*, thread_id: uuid.UUID) -> CompactionResult | None:
+def compact(*, thread_id: uuid.UUID, trigger: str = CompactionRun.Trigger.MANUAL) -> CompactionResult | None:
     """Manual compaction of an agent's thread: fold every verbatim message into a new
     checkpoint (POST .../compact). None when nothing is verbatim. Whether a model call was
     made and which note write-backs were refused is in the checkpoint row's
     ``metadata.checkpoint`` (``modelCalled``, ``writeBacksRefused``). Raises ModelCallFailed
     when the summarize call fails (nothing changed; recorded on the thread),
-    ThreadNotFound if the thread is gone."""
+    ThreadNotFound if the thread is gone. ``trigger``: what the run's CompactionRun
+    records as its start (memoryapp.compaction.compact passes its own)."""
     try:
-        return _run(thread_id, manual=True)
+        return _run(thread_id, manual=True, trigger=trigger)
     except ModelError as exc:
         raise ModelCallFailed(str(exc), kind=exc.kind) from exc
 
@@ -274,7 +290,7 @@ def auto_compact(*, thread_id: uuid.UUID) -> AutoCompaction:
         if not held:
             return AutoCompaction()
         try:
-            result = _run(thread_id, manual=False)
+            result = _run(thread_id, manual=False, trigger=CompactionRun.Trigger.AUTO)
         except ModelError as exc:
             logger.warning("agent compaction of thread %s failed", thread_id, exc_info=True)
             return AutoCompaction(error=f"{exc.kind}: {exc}")

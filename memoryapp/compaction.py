@@ -27,11 +27,12 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
-from memoryapp import events, llm, working
+from memoryapp import compaction_history, events, llm, working
+from memoryapp.compaction_history import RunStart
 from memoryapp.compaction_lease import compaction_lease
 from memoryapp.errors import ModelCallFailed, ThreadNotFound
-from memoryapp.llm.port import ModelError, TranscriptMessage
-from memoryapp.models import Message, Project, Thread
+from memoryapp.llm.port import ModelError, Summary, TranscriptMessage
+from memoryapp.models import CompactionRun, Message, Project, Thread
 from memoryapp.results import AppendOutcome, AutoCompaction, CompactionResult
 
 logger = logging.getLogger(__name__)
@@ -45,10 +46,6 @@ CONNECTION_LOST = (OperationalError, InterfaceError)
 
 class _LostRace(Exception):
     """Another run committed between our read and our write; start again."""
-
-
-def _record_failure(thread_id: uuid.UUID, error: ModelError) -> None:
-    _record_error(thread_id, f"{error.kind}: {error}")
 
 
 def _record_error(thread_id: uuid.UUID, text: str) -> str:
@@ -73,7 +70,9 @@ def _rows_to_fold(
     rows = Message.objects.filter(thread=thread, compacted_at__isnull=True, is_summary=False)
     if keep_from_sequence is not None:
         rows = rows.filter(sequence_number__lt=keep_from_sequence)
-    to_fold = list(rows.order_by("sequence_number").only("id", "sequence_number", "role", "content"))
+    to_fold = list(
+        rows.order_by("sequence_number").only("id", "sequence_number", "role", "content")
+    )
     if not to_fold:
         return None
     if require_threshold:
@@ -114,7 +113,7 @@ def _record_run(locked: Thread, summary_row: Message, *, folded: int) -> None:
 
 
 def _run_once(
-    *, thread_id: uuid.UUID, keep_from_sequence: int | None, require_threshold: bool
+    *, thread_id: uuid.UUID, keep_from_sequence: int | None, require_threshold: bool, trigger: str
 ) -> CompactionResult | None:
     found = _rows_to_fold(
         thread_id=thread_id,
@@ -125,25 +124,40 @@ def _run_once(
         return None
     thread, to_fold = found
     previous = thread.active_summary
+    start = RunStart(thread.pk, trigger, "summary", to_fold, previous)
 
     # The model call: outside every transaction and lock.
     model = llm.get_model()
     try:
         summary = model.summarize(
             previous_summary=previous.content if previous else None,
-            messages=[
-                TranscriptMessage(m.sequence_number, m.role, m.content) for m in to_fold
-            ],
+            messages=[TranscriptMessage(m.sequence_number, m.role, m.content) for m in to_fold],
             max_tokens=int(settings.MEMORY_SUMMARY_MAX_TOKENS),
         )
     except ModelError as exc:
-        _record_failure(thread.pk, exc)
+        compaction_history.record_failure(start, exc)
+        raise
+    try:
+        return _commit(start, summary)
+    except _LostRace:
+        compaction_history.record(
+            start,
+            outcome=CompactionRun.Outcome.DISCARDED,
+            model=summary.model,
+            call_usage=summary.usage,
+        )
         raise
 
+
+def _commit(start: RunStart, summary: Summary) -> CompactionResult:
+    """Step 3 of the protocol: fold ``start.fold`` into a new summary row holding
+    ``summary`` and record the run, in one transaction; _LostRace if another run won."""
+    thread_id, to_fold, previous = start.thread_id, start.fold, start.previous
     now = timezone.now()
     fold_ids = [m.id for m in to_fold]
     first = to_fold[0].sequence_number
     last = to_fold[-1].sequence_number
+    dropped = compaction_history.dropped_terms(start, summary.text)  # before taking the lock
     with transaction.atomic():
         locked = Thread.objects.select_for_update().filter(pk=thread_id).first()
         if locked is None:
@@ -175,8 +189,19 @@ def _run_once(
             created_at=now,
         )
         _record_run(locked, summary_row, folded=len(fold_ids))
+        compaction_history.record(
+            start,
+            outcome=CompactionRun.Outcome.SUCCEEDED,
+            summary_row=summary_row,
+            model=summary.model,
+            call_usage=summary.usage,
+            dropped=dropped,
+        )
         result = CompactionResult(
-            summary=summary_row, compacted_count=len(fold_ids), from_sequence=first, to_sequence=last
+            summary=summary_row,
+            compacted_count=len(fold_ids),
+            from_sequence=first,
+            to_sequence=last,
         )
         events.message_appended(summary_row)
         events.thread_compacted(result)
@@ -188,6 +213,7 @@ def compact(
     thread_id: uuid.UUID,
     keep_from_sequence: int | None = None,
     require_threshold: bool = False,
+    trigger: str = CompactionRun.Trigger.MANUAL,
 ) -> CompactionResult | None:
     """Run the compaction protocol on a thread; return the result, or None if nothing to fold.
 
@@ -195,7 +221,8 @@ def compact(
     keepLast 0); a number folds only messages before it (auto-compaction keeps the
     tripping message verbatim, keepLast 1). ``require_threshold`` (auto-compaction)
     returns None unless the messages up to ``keep_from_sequence`` still reach the
-    thread's autoCompactThreshold when the run starts.
+    thread's autoCompactThreshold when the run starts. ``trigger`` (a
+    CompactionRun.Trigger) is what the run's CompactionRun records as its start.
 
     Raises ModelCallFailed when the model call fails (nothing is changed; the error is
     recorded on the thread), ThreadNotFound if the thread is deleted meanwhile.
@@ -204,13 +231,14 @@ def compact(
     if _agent_thread(thread_id):
         from memoryapp import agent_compaction  # it builds on this module's protocol
 
-        return agent_compaction.compact(thread_id=thread_id)
+        return agent_compaction.compact(thread_id=thread_id, trigger=trigger)
     for _ in range(MAX_ATTEMPTS):
         try:
             return _run_once(
                 thread_id=thread_id,
                 keep_from_sequence=keep_from_sequence,
                 require_threshold=require_threshold,
+                trigger=trigger,
             )
         except _LostRace:
             logger.info("compaction of thread %s lost a race; retrying", thread_id)
@@ -299,7 +327,10 @@ def _auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> AutoCompa
                 break
             try:
                 result = compact(
-                    thread_id=thread_id, keep_from_sequence=keep_from, require_threshold=True
+                    thread_id=thread_id,
+                    keep_from_sequence=keep_from,
+                    require_threshold=True,
+                    trigger=CompactionRun.Trigger.AUTO,
                 )
             except ModelCallFailed as exc:
                 logger.warning("auto-compaction of thread %s failed", thread_id, exc_info=True)

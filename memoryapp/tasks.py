@@ -12,7 +12,7 @@ from typing import Any
 from memoryapp import compaction, episodic, serializers
 from memoryapp.errors import ThreadNotFound
 from memoryapp.jobs import job_kind
-from memoryapp.models import Job
+from memoryapp.models import CompactionRun, Job
 
 COMPACTION = "compaction"
 EPISODE = episodic.EPISODE_JOB
@@ -32,7 +32,9 @@ def compaction_job(job: Job) -> dict[str, Any]:
     if job.thread_id is None:
         raise ThreadNotFound()
     through = int(job.args["throughSequence"])
-    result = compaction.compact(thread_id=job.thread_id, keep_from_sequence=through + 1)
+    result = compaction.compact(
+        thread_id=job.thread_id, keep_from_sequence=through + 1, trigger=CompactionRun.Trigger.JOB
+    )
     if result is None:
         return dict(serializers.NOTHING_TO_COMPACT)
     return serializers.compaction_to_dict(result)

@@ -84,9 +84,9 @@ def test_it_streams_the_memory_answer() -> None:
         [
             REPLY_OPENING,
             "From memory:",
+            # "budget" asks for a number; the days of a date are not one (memoryapp.salient),
+            # so the dates line does not match it.
             "> user: Our budget is $4,000 for the whole trip. (summary)",
-            # "budget" asks for a number: a line stating one matches it too.
-            "> user: We land in Lisbon on May 12 and leave on May 19. (summary)",
         ]
     )
     assert chunks[-1].done is True

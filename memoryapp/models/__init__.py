@@ -1,6 +1,7 @@
 """The memory domain's models (DESIGN.md section 4)."""
 
 from memoryapp.models.agents import Agent, MemoryNote, MemoryNoteVersion
+from memoryapp.models.compaction import CompactionRun
 from memoryapp.models.episodes import Episode
 from memoryapp.models.events import RelayedEvent
 from memoryapp.models.jobs import Job
@@ -12,6 +13,7 @@ from memoryapp.models.usage import Turn, UsageLine
 __all__ = [
     "Agent",
     "ApiKey",
+    "CompactionRun",
     "Entity",
     "Episode",
     "Fact",
