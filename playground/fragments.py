@@ -77,6 +77,7 @@ def stats_context(thread: Thread) -> dict[str, Any]:
         "duration_text": _duration_text(stats),
         "chat": selectors.thread_chat_totals(thread=thread),
         "turns_url": project_url("playground:thread-turns", thread.project, thread.pk),
+        "history_url": project_url("playground:thread-compactions", thread.project, thread.pk),
     }
 
 

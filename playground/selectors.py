@@ -27,7 +27,9 @@ class SummaryBlock:
     ``folded`` holds the rows on this page; ``fold_from``..``summary.covers_to_sequence``
     is the range its run folded (the previous summary's end + 1 onwards), so
     ``folded_before_page`` says some of them are on older pages. ``on_page`` is False
-    for a summary from a newer page that folded rows shown here.
+    for a summary from a newer page that folded rows shown here. ``earlier`` holds the
+    page's older summaries, newest first: each was superseded by the next, so the model
+    no longer sees them (issue 10 item 2: collapsed into the history).
     """
 
     summary: Message
@@ -35,6 +37,7 @@ class SummaryBlock:
     folded: list[Message] = field(default_factory=list)
     folded_before_page: bool = False
     on_page: bool = True
+    earlier: list[SummaryBlock] = field(default_factory=list)
 
     @property
     def active(self) -> bool:
@@ -166,13 +169,33 @@ def _mark_turns(rows: Iterable[Message]) -> None:
         replies[message_id].xray_turn = turn_id  # type: ignore[attr-defined]
 
 
+def _model_order(page: _Page, blocks: dict[int, SummaryBlock]) -> list[tuple[str, Any]]:
+    """The page's visible items in the order the model reads them: the newest summary on
+    the page (its older ones in ``earlier``) where its range ends, not where its row was
+    inserted (the rows kept verbatim by its run come after it, as in prepare's window),
+    then the un-compacted rows."""
+    keyed: list[tuple[float, tuple[str, Any]]] = [
+        (row.sequence_number, ("message", row))
+        for row in page.rows
+        if not row.is_summary and row.compacted_at is None
+    ]
+    ordered = [blocks[s.sequence_number] for s in page.summaries]
+    if ordered:
+        newest = ordered[-1]
+        newest.earlier = ordered[-2::-1]
+        end = newest.summary.covers_to_sequence or newest.summary.sequence_number
+        keyed.append((end + 0.5, ("summary", newest)))
+    keyed.sort(key=lambda pair: pair[0])
+    return [item for _, item in keyed]
+
+
 def thread_timeline(*, thread: Thread, before: int | None) -> Timeline:
     """Build one page of ``thread`` (the newest MESSAGES_PAGE_SIZE rows below ``before``).
 
     A compacted ordinary row belongs to the first summary whose range reaches it: runs
     fold every un-compacted row up to their ``covers_to_sequence`` and ranges only grow
-    (docs/decisions.md, "The summary row"). Costs at most three queries whatever the
-    thread's length.
+    (docs/decisions.md, "The summary row"). Items come in the order the model reads
+    them (_model_order). Costs at most three queries whatever the thread's length.
     """
     page = _page_rows(thread, before)
     if not page.rows:
@@ -186,12 +209,7 @@ def thread_timeline(*, thread: Thread, before: int | None) -> Timeline:
     unplaced = _place_folded(folded, candidates)
     _mark_turns(page.rows)
 
-    items: list[tuple[str, Any]] = []
-    for row in page.rows:
-        if row.is_summary:
-            items.append(("summary", blocks[row.sequence_number]))
-        elif row.compacted_at is None:
-            items.append(("message", row))
+    items = _model_order(page, blocks)
     # Rows folded by a summary on a newer page sit after everything on this page.
     items.extend(("summary", c) for c in candidates if not c.on_page and c.folded)
     items.extend(("message", r) for r in unplaced)

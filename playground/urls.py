@@ -42,6 +42,11 @@ urlpatterns = [
     path("dashboard/threads/<uuid:thread_id>/stats/", views.thread_stats, name="thread-stats"),
     path("dashboard/threads/<uuid:thread_id>/edit/", views.thread_edit, name="thread-edit"),
     path("dashboard/threads/<uuid:thread_id>/delete/", views.thread_delete, name="thread-delete"),
+    path(
+        "dashboard/threads/<uuid:thread_id>/compactions/",
+        views.thread_compactions,
+        name="thread-compactions",
+    ),
     path("dashboard/threads/<uuid:thread_id>/compact/", views.thread_compact, name="thread-compact"),
     path("dashboard/threads/<uuid:thread_id>/end/", views.thread_end, name="thread-end"),
     path("dashboard/threads/<uuid:thread_id>/playground/", chat_views.playground, name="playground"),

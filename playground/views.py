@@ -24,7 +24,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from memoryapp import datasets, episodic, jobs, tasks, working
 from memoryapp.errors import InvalidInput, ThreadNotFound
 from memoryapp.models import Project, Thread
-from playground import forms, selectors
+from playground import forms, history_selectors, selectors
 from playground.access import (
     default_project,
     get_project_for_user,
@@ -228,6 +228,30 @@ def thread_delete(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
         return redirect(project_url("playground:threads", thread.project))
     context = {"thread": thread, "rows": thread.message_total - thread.compaction_count, "nav": "threads"}
     return page(request, "playground/thread_delete.html", context, project=thread.project)
+
+
+@require_GET
+@login_required
+@default_project
+def thread_compactions(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
+    """The thread's compaction history (issue 10 item 2): each run newest first with its
+    range (linking to the messages), trigger, outcome, tokens and cost, the line diff of
+    the summary before and after, and the names, dates and numbers the new summary
+    dropped; ``?before=<run id>`` pages back. 400 for a malformed ``before``."""
+    thread = get_thread_for_user(request, thread_id)
+    try:
+        before = _before_param(request)
+    except ValueError:
+        return HttpResponseBadRequest("before must be a positive integer")
+    context = {
+        "thread": thread,
+        "history": history_selectors.compaction_history(thread=thread, before=before),
+        "before": before,
+        "thread_url": project_url("playground:thread", thread.project, thread.pk),
+        "history_url": project_url("playground:thread-compactions", thread.project, thread.pk),
+        "nav": "threads",
+    }
+    return page(request, "playground/compactions.html", context, project=thread.project)
 
 
 @require_GET

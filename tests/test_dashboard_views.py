@@ -111,6 +111,7 @@ VIEWS: list[tuple[str, Callable[[World], tuple[Any, ...]], list[str], str]] = [
     ("playground:thread-create", lambda w: (), ["post"], "get"),
     ("playground:thread", lambda w: (w.thread.pk,), ["get"], "post"),
     ("playground:thread-stats", lambda w: (w.thread.pk,), ["get"], "post"),
+    ("playground:thread-compactions", lambda w: (w.thread.pk,), ["get"], "post"),
     ("playground:thread-compact", lambda w: (w.thread.pk,), ["post"], "get"),
     ("playground:thread-edit", lambda w: (w.thread.pk,), ["post"], "get"),
     ("playground:thread-delete", lambda w: (w.thread.pk,), ["get", "post"], "put"),
@@ -490,10 +491,17 @@ def test_it_folds_compacted_messages_under_the_summary_that_covers_them(world: W
         for n in messages.all(lambda n: n.tag == "ol")[0].children
         if n.tag == "li"
     ]
-    assert top_level == [("summary", "5"), ("message", "8"), ("summary", "9")]
+    # As the model reads it (issue 10 item 2): the active summary where its range (#1-#7)
+    # ends, then #8, which the run kept verbatim although its row came first; the
+    # superseded summary #5 collapsed into #9's history.
+    assert top_level == [("summary", "9"), ("message", "8")]
     blocks = {b.attrs["data-seq"]: b for b in page.by_testid("summary")}
     assert blocks["5"].attrs["data-active"] == "false"
     assert blocks["9"].attrs["data-active"] == "true"
+    earlier = blocks["9"].by_testid("earlier-summaries")[0]
+    assert earlier.tag == "details"
+    assert [b.attrs["data-seq"] for b in earlier.by_testid("summary")] == ["5"]
+    assert blocks["5"].by_testid("superseded-content")[0].tag == "details"
 
     def folded(block: Node) -> list[str]:
         details = block.by_testid("folded")[0]
