@@ -60,7 +60,7 @@ def test_it_shows_each_run_with_its_range_cost_diff_and_what_it_dropped(
         == url("playground:thread", world.project, thread.pk, before=6) + "#msg-5"
     )
     assert " ".join(newest.by_testid("run-range")[0].full_text().split()) == (
-        "Folded messages #4\u2013#4 (1 row and summary #3) into summary #5."
+        "Folded message #4 (1 row and summary #3) into summary #5."
     )
     assert " ".join(newest.by_testid("run-cost")[0].full_text().split()) == (
         "1000 tokens in · 200 out · 0.00000000 USD · offline scripted-1"
