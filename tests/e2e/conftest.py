@@ -262,10 +262,16 @@ class Owner:
     project: Project
 
 
-@pytest.fixture
-def owner() -> Owner:
-    """``ann`` (log_in's default user) owning a project (Acme): the browser tests' user."""
-    project = Project.objects.create(slug="acme", name="Acme")
+def make_owner(project_name: str = "Acme") -> Owner:
+    """``ann`` (log_in's default user, password PASSWORD) owning a new project (slug
+    ``acme``) named ``project_name``."""
+    project = Project.objects.create(slug="acme", name=project_name)
     user = User.objects.create_user("ann", password=PASSWORD)
     Membership.objects.create(user=user, project=project, role=Membership.Role.OWNER)
     return Owner(user=user, project=project)
+
+
+@pytest.fixture
+def owner() -> Owner:
+    """``ann`` owning Acme: the browser tests' user."""
+    return make_owner()

@@ -14,13 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 from playwright.sync_api import Page, expect
 
 from memoryapp import agents, episodic, notes, working
-from memoryapp.models import ApiKey, Entity, Episode, Fact, Membership, Project, Thread, Turn
-from tests.e2e.test_browser import PASSWORD, TURN_TIMEOUT_MS, Owner, log_in, send_turn, watch
+from memoryapp.models import ApiKey, Entity, Episode, Fact, Membership, Thread, Turn
+from tests.e2e.conftest import make_owner
+from tests.e2e.test_browser import TURN_TIMEOUT_MS, Owner, log_in, send_turn, watch
 from tests.test_isolation import PARAM, _methods, http_routes
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
@@ -48,10 +48,7 @@ CSP_WATCH = (
 @pytest.fixture
 def ann() -> Owner:
     """The owner ``ann`` of a project whose name is hostile too."""
-    project = Project.objects.create(slug="acme", name="<img src=x onerror=alert('project')>")
-    user = User.objects.create_user("ann", password=PASSWORD)
-    Membership.objects.create(user=user, project=project, role=Membership.Role.OWNER)
-    return Owner(user=user, project=project)
+    return make_owner("<img src=x onerror=alert('project')>")
 
 
 def _hostile_thread(owner: Owner) -> Thread:
