@@ -16,15 +16,29 @@ database), then reads every row back and measures, per conversation:
 - ``empty``: summaries that are only the header line (or nothing) although the folded
   messages had content.
 
-Names (with dates) and numbers are memoryapp.salient's: the one extractor the dashboard
-uses to show what a summary dropped. A term survives when it occurs in the summary as a
-whole word, case-sensitively (salient.survives).
+Two yardsticks, side by side in one run, because the offline summariser builds its
+"Also mentioned" index line with memoryapp.salient: graded by salient alone it is graded
+by its own rules.
+
+- **independent** (the headline figure): the bench's own definitions, not the
+  summariser's. A name is a word starting with a capital letter that is not the first
+  word of its sentence and is not "I"; a number is a run of digits (with inner
+  ``.,:/``). A term survives when it occurs in the summary as a whole word,
+  case-sensitively.
+- **salient**: memoryapp.salient's names (with dates) and numbers, the extractor the
+  dashboard uses to show what a summary dropped (salient.survives).
+
+Each is given for the whole final summary and for its lines without the index line
+(``- Also mentioned: ...``, a bare list of terms with no statement of what they were):
+the second says what the summary's sentences keep.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from _common import Api, conversation_files, locomo_arguments, throwaway_database
@@ -34,6 +48,28 @@ from memoryapp import salient
 from memoryapp.tokens import count_tokens
 
 HEADER_PREFIX = "Summary of earlier conversation"
+INDEX_PREFIX = "- Also mentioned:"
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_WORD = re.compile(r"[\w'\u2019-]+")
+_NAME = re.compile(r"^[A-Z][A-Za-z]+(?:['\u2019]s)?$")
+_NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*")
+
+
+def independent_terms(text: str) -> tuple[set[str], set[str]]:
+    """``(names, numbers)`` by the bench's own definitions (module docstring)."""
+    names: set[str] = set()
+    for sentence in _SENTENCE.split(text):
+        for word in _WORD.findall(sentence)[1:]:
+            word = word.strip("'\u2019-")
+            if _NAME.match(word) and word != "I":
+                names.add(re.sub(r"['\u2019]s$", "", word))
+    return names, set(_NUMBER.findall(text))
+
+
+def independent_survives(term: str, summary: str) -> bool:
+    """True when ``term`` occurs in ``summary`` as a whole word (case-sensitive)."""
+    return re.search(rf"(?<![\w]){re.escape(term)}(?![\w])", summary) is not None
 
 
 def terms(text: str) -> tuple[set[str], set[str]]:
@@ -44,6 +80,40 @@ def terms(text: str) -> tuple[set[str], set[str]]:
 
 
 survives = salient.survives
+
+
+def without_index(summary: str) -> str:
+    """``summary`` without its "Also mentioned" index line."""
+    return "\n".join(line for line in summary.splitlines() if not line.startswith(INDEX_PREFIX))
+
+
+@dataclass
+class Kept:
+    """Distinct terms of a conversation and how many the final summary keeps, with and
+    without its index line."""
+
+    total: int = 0
+    kept: int = 0
+    kept_no_index: int = 0
+
+
+def kept_in_final(
+    turns: list[tuple[str, str]],
+    final: str,
+    extract: Callable[[str], tuple[set[str], set[str]]],
+    found_in: Callable[[str, str], bool],
+) -> Kept:
+    """The conversation's distinct names and numbers by ``extract`` kept in ``final``."""
+    every: set[str] = set()
+    for _, text in turns:
+        names, numbers = extract(text)
+        every |= names | numbers
+    prose = without_index(final)
+    return Kept(
+        total=len(every),
+        kept=sum(found_in(t, final) for t in every),
+        kept_no_index=sum(found_in(t, prose) for t in every),
+    )
 
 
 def share(kept: int, total: int) -> float:
@@ -71,6 +141,8 @@ class Retention:
     runs: int
     empty: int
     summary_tokens: int
+    independent: Kept
+    salient: Kept
 
 
 def measure(api: Api, conversation_id: str, thread_id: str, turns: list[tuple[str, str]]) -> Retention:
@@ -113,6 +185,8 @@ def measure(api: Api, conversation_id: str, thread_id: str, turns: list[tuple[st
         runs=len(summaries),
         empty=empty,
         summary_tokens=count_tokens(final),
+        independent=kept_in_final(turns, final, independent_terms, independent_survives),
+        salient=kept_in_final(turns, final, terms, survives),
     )
 
 
@@ -129,7 +203,7 @@ def main() -> int:
         api = Api.for_new_project("retention-bench")
         print(
             f"{'conversation':<13}{'runs':>5}{'names':>7}{'kept':>6}{'numbers':>9}{'kept':>6}"
-            f"{'final':>8}{'per run':>9}{'empty':>7}{'tokens':>8}"
+            f"{'final':>8}{'per run':>9}{'empty':>7}{'tokens':>8}{'indep':>8}{'no idx':>8}"
         )
         results: list[Retention] = []
         for conversation in conversations:
@@ -142,6 +216,8 @@ def main() -> int:
                 f"{share(r.names_kept + r.numbers_kept, r.names + r.numbers):>8.3f}"
                 f"{statistics.fmean(r.per_run) if r.per_run else 1.0:>9.3f}{r.empty:>7}"
                 f"{r.summary_tokens:>8}"
+                f"{share(r.independent.kept, r.independent.total):>8.3f}"
+                f"{share(r.independent.kept_no_index, r.independent.total):>8.3f}"
             )
 
     terms_total = sum(r.names + r.numbers for r in results)
@@ -155,6 +231,14 @@ def main() -> int:
         f"per run {statistics.fmean(runs) if runs else 1.0:.3f} of the folded batch's "
         f"({len(runs)} runs); {sum(r.empty for r in results)} header-only summaries"
     )
+    for label, pick in (("independent", lambda r: r.independent), ("salient", lambda r: r.salient)):
+        total = sum(pick(r).total for r in results)
+        kept = sum(pick(r).kept for r in results)
+        bare = sum(pick(r).kept_no_index for r in results)
+        print(
+            f"{label:<12} final summary keeps {share(kept, total):.3f} ({kept}/{total}); "
+            f"without its 'Also mentioned' line {share(bare, total):.3f} ({bare}/{total})"
+        )
     return 0
 
 
