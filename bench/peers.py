@@ -340,11 +340,17 @@ def serving(port: int, log: Path) -> Iterator[subprocess.Popen[bytes]]:
     """uvicorn as ./dev serve starts it, on this process's database, until exit."""
     import socket
 
-    env = {**os.environ, "PYTHONPATH": str(REPO), "MEMORY_API_RATE_LIMIT": ""}
+    # DEBUG is off as in production (bench._common), which serves static files from the
+    # manifest collectstatic writes: collect them beside the log, once per run.
+    static = log.parent / "static"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MEMORY_API_RATE_LIMIT": "", "STATIC_ROOT": str(static)}
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=REPO, env=env, check=True
+    )
     command = [
         str(Path(sys.executable).with_name("uvicorn")), "memoryapp.asgi:application",
         "--host", "127.0.0.1", "--port", str(port), "--no-access-log", "--lifespan", "off",
-        "--log-level", "warning",
+        "--log-level", "warning", "--http", "memoryapp.server:HttpProtocol",
     ]
     with log.open("wb") as out:
         proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -464,7 +470,7 @@ def run_one(name: str, args: argparse.Namespace) -> dict[str, Any]:
 
                 project, _ = Project.objects.get_or_create(slug="bench", defaults={"name": "bench"})
                 _, extra["key"] = ApiKey.issue(project=project, name="bench")
-                extra["port"] = free_port()
+                extra["port"] = args.port or free_port()
                 stack.enter_context(serving(extra["port"], workdir / "uvicorn.log"))
         return measure(name, args, workdir, extra)
 
@@ -521,6 +527,7 @@ def main() -> int:
     parser.add_argument("--big", type=int, default=10_000)
     parser.add_argument("--slow-calls", type=int, default=20, help="calls at 10k for LangGraph")
     parser.add_argument("--json", type=Path, help="write every figure here")
+    parser.add_argument("--port", type=int, default=0, help="the HTTP server's port (0: any free)")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 200 appends, 1k")
     parser.add_argument("--only", help=argparse.SUPPRESS)  # the child process's store
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)

@@ -32,12 +32,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 
 from memoryapp.models import Project
+from memoryapp.sql import FTS_PENDING, FTS_TABLE, search_index_catch_up
 from memoryapp.stopwords import FUNCTION_WORDS
 
-FTS_TABLE = "memoryapp_message_fts"
 PG_SEARCH_CONFIG = "english"
 # How many full-text candidates are re-ranked; the final list is at most 50 (LIMIT_MAX).
 CANDIDATES = 60
@@ -115,9 +115,7 @@ _NAMED = (
 )
 # After the candidate's columns and score: the message that follows a candidate that asks
 # a question (the default message range), in the same round trip.
-_NEXT = (
-    "n.id, n.thread_id, n.sequence_number, n.role, n.content, n.created_at, n.metadata, c.tmeta"
-)
+_NEXT = "n.id, n.thread_id, n.sequence_number, n.role, n.content, n.created_at, n.metadata, c.tmeta"
 
 
 def _json(value: Any) -> Any:
@@ -170,8 +168,10 @@ def _fetch(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
 def _candidates_sqlite(
     *, project: Project, dataset: str, terms: list[str], exclude: uuid.UUID | None
 ) -> list[tuple[Any, ...]]:
+    # Rows appended since the last catch-up are queued, not yet indexed (migration 0015).
+    search_index_catch_up()
     # bm25() is lower-is-better; scores here are higher-is-better.
-    sql = f"""
+    query = f"""
         SELECT c.*, {_NEXT} FROM (
             SELECT {_NAMED}, -bm25({FTS_TABLE}) AS score
             FROM {FTS_TABLE}
@@ -194,7 +194,7 @@ def _candidates_sqlite(
     if exclude is not None:
         params.append(exclude.hex)  # Django stores UUIDs as 32 hex characters on SQLite
     params.append(CANDIDATES)
-    return _fetch(sql, params)
+    return _fetch(query, params)
 
 
 def _candidates_postgresql(
@@ -230,9 +230,7 @@ def _candidates_postgresql(
     return _fetch(sql, params)
 
 
-def _speaker_words(
-    values: Sequence[Any], asked: set[str], cache: dict[Any, set[str]]
-) -> set[str]:
+def _speaker_words(values: Sequence[Any], asked: set[str], cache: dict[Any, set[str]]) -> set[str]:
     # Candidates of one thread share its metadata text: parse it once per thread and role,
     # and not at all when no asked word even appears in the text.
     key = (values[3], values[6], values[7])
@@ -240,7 +238,9 @@ def _speaker_words(
         text = f"{values[6] or ''} {values[7] or ''}".lower()
         name = None
         if any(word in text for word in asked):
-            name = speaker_name(_json(values[6]) if values[6] else None, _json(values[7]), values[3])
+            name = speaker_name(
+                _json(values[6]) if values[6] else None, _json(values[7]), values[3]
+            )
         cache[key] = set(query_words(name)) if name else set()
     return cache[key]
 
@@ -338,7 +338,9 @@ def message_search(
 
 def rebuild_search_index() -> None:
     """Re-index every message for full-text search (SQLite only; PostgreSQL's stored
-    vector is maintained by the database). Run after ``VACUUM``, which may renumber rowids."""
+    vector is maintained by the database). Run after ``VACUUM``, which may renumber rowids
+    (the rowids queued for indexing too: the queue is emptied, every row being indexed)."""
     if connection.vendor == "sqlite":
-        with connection.cursor() as cursor:
+        with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')")
+            cursor.execute(f"DELETE FROM {FTS_PENDING}")

@@ -17,7 +17,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
@@ -327,7 +327,7 @@ def message_append(
                 if existing is not None:
                     raise _Replay(existing)
             _check_not_before_last(pk, created_at)
-            sql.message_insert(params, sequence=counters.sequence)
+            index_due = sql.message_insert(params, sequence=counters.sequence)
     except _Replay as replay:
         return _replayed(replay.message_id, role=role, content=content)
     except IntegrityError as exc:
@@ -338,7 +338,18 @@ def message_append(
     message._state.adding = False
     message._state.db = transaction.get_connection().alias
     events.message_appended(message)
+    if index_due:
+        _search_index_catch_up()
     return AppendResult(message=message, compaction_due=_compaction_due(counters))
+
+
+def _search_index_catch_up() -> None:
+    # After the append committed: a failure here leaves the rows queued for the next
+    # catch-up (recall's, or the next batch's) and never fails the stored append.
+    try:
+        sql.search_index_catch_up()
+    except DatabaseError:
+        logger.warning("search index catch-up failed", exc_info=True)
 
 
 def message_list(

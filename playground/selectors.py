@@ -10,6 +10,7 @@ from typing import Any
 
 from django.db.models import Count, OuterRef, Subquery, Sum
 
+from memoryapp import sql
 from memoryapp.models import Message, Project, Thread, Turn
 
 # The thread page shows the newest rows of a thread and pages back with ``before=``, so
@@ -224,12 +225,7 @@ def thread_timeline(*, thread: Thread, before: int | None) -> Timeline:
 def project_datasets(*, project: Project) -> list[str]:
     """The project's distinct datasets, sorted, at most DATASET_CHOICES_MAX (the thread
     list's filter suggestions)."""
-    return list(
-        Thread.objects.filter(project=project)
-        .order_by("dataset")
-        .values_list("dataset", flat=True)
-        .distinct()[:DATASET_CHOICES_MAX]
-    )
+    return sql.project_datasets(project_id=project.pk, limit=DATASET_CHOICES_MAX)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from memoryapp import compaction, serializers, working
+from memoryapp import compaction, serializers, sql, working
 from memoryapp import message_search as search_mod
 from memoryapp.episodic import episode_build
 from memoryapp.models import Episode, Fact, Message, Project, Thread
@@ -679,3 +679,67 @@ def test_it_writes_fact_and_episode_sections_with_their_sources(
         "</episodes>",
         "</long_term_memory>",
     ]))
+
+
+def _queued() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {sql.FTS_PENDING}")
+        return int(cursor.fetchone()[0])
+
+
+def _fts_intact() -> None:
+    with connection.cursor() as cursor:  # raises when the index and its content disagree
+        cursor.execute(f"INSERT INTO {sql.FTS_TABLE}({sql.FTS_TABLE}) VALUES ('integrity-check')")
+
+
+sqlite_only = pytest.mark.skipif(
+    connection.vendor != "sqlite", reason="PostgreSQL's search vector is computed by the insert"
+)
+
+
+@sqlite_only
+def test_it_finds_a_message_queued_for_the_index_on_the_first_recall(project: Project) -> None:
+    (stored,) = _say(_thread(project), "The zorblax engine needs new spark plugs")
+    assert _queued() == 1  # appended, not indexed yet (migration 0015)
+
+    found = search_raw(project=project, dataset="user_42", query="zorblax")
+
+    assert _ids(found) == [str(stored.id)]
+    assert _queued() == 0
+    _fts_intact()
+
+
+@sqlite_only
+def test_it_indexes_the_queue_every_batch_of_appends(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sql, "FTS_BATCH", 3)
+    thread = _thread(project)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT coalesce(max(rowid), 0) FROM memoryapp_message")
+        last = int(cursor.fetchone()[0])
+    to_batch = 3 - last % 3  # appends until a rowid is a multiple of 3
+
+    _say(thread, *[f"quintar {i}" for i in range(to_batch - 1)])
+    queued_before = _queued()
+    _say(thread, "quintar last")
+
+    assert (queued_before, _queued()) == (to_batch - 1, 0)
+    _fts_intact()
+
+
+@sqlite_only
+def test_it_keeps_the_index_whole_when_queued_and_indexed_rows_are_edited_and_deleted(
+    project: Project,
+) -> None:
+    indexed, edited = _say(_thread(project), "an indexed zorblax", "an edited zorblax")
+    search_raw(project=project, dataset="user_42", query="zorblax")  # both indexed now
+    queued, dropped = _say(_thread(project), "a queued zorblax", "a dropped zorblax")
+
+    Message.objects.filter(pk__in=[indexed.pk, dropped.pk]).delete()
+    Message.objects.filter(pk=edited.pk).update(content="an edited quintar")
+    _fts_intact()
+
+    assert _ids(search_raw(project=project, dataset="user_42", query="zorblax")) == [str(queued.id)]
+    assert _ids(search_raw(project=project, dataset="user_42", query="quintar")) == [str(edited.id)]
+    _fts_intact()

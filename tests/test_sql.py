@@ -142,3 +142,16 @@ def test_it_builds_no_event_for_a_thread_nobody_watches(
 
     assert result.message.sequence_number == 1
     assert len(callbacks) == 1  # the broadcast ran, and sent nothing
+
+
+def test_it_lists_a_projects_distinct_datasets_sorted_and_cut_at_the_limit(
+    project: Project,
+) -> None:
+    other = Project.objects.create(slug="other", name="Other")
+    for dataset in ["zeta", "alpha", "alpha", "beta", "mu"]:
+        working.thread_create(project=project, dataset=dataset)
+    working.thread_create(project=other, dataset="aardvark")
+
+    assert sql.project_datasets(project_id=project.pk, limit=200) == ["alpha", "beta", "mu", "zeta"]
+    assert sql.project_datasets(project_id=project.pk, limit=2) == ["alpha", "beta"]
+    assert sql.project_datasets(project_id=other.pk + 1, limit=200) == []
