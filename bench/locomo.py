@@ -30,7 +30,7 @@ reference of the data's README, with recall latency p50/p95 (the domain function
 whole HTTP request through Django's test client).
 
 ``--json FILE`` writes ``{"overall": {"5", "10", "20"}, "byCategory": {"1": {...}, ...},
-"latencyMs": {"p50", "p95", "apiP50", "apiP95"}, "database", "questions",
+"latencyMs": {"p50", "p95", "apiP50", "apiP95", "cpuP50"}, "database", "questions",
 "conversations": [...]}``.
 
 Throwaway database (a temporary SQLite file, or a new PostgreSQL database dropped at
@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import time
@@ -208,9 +209,10 @@ def ask(api: Api, project: Any, loaded: Loaded, scores: dict[str, Any]) -> None:
     from memoryapp.recall import recall
 
     for q in loaded.questions:
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         recall(project=project, dataset=loaded.dataset, query=q.text, include=LAYERS, limit=max(KS))
         scores["latency"].append((time.perf_counter() - t0) * 1000)
+        scores["cpu"].append((time.process_time() - c0) * 1000)
         t0 = time.perf_counter()
         result = api.ok(
             "POST",
@@ -271,10 +273,16 @@ def report(
         "p95": round(percentile(scores["latency"], 95), 2),
         "apiP50": round(percentile(scores["apiLatency"], 50), 2),
         "apiP95": round(percentile(scores["apiLatency"], 95), 2),
+        "cpuP50": round(percentile(scores["cpu"], 50), 2),
     }
     print(
         f"\nrecall latency: p50 {latency['p50']:.1f} ms, p95 {latency['p95']:.1f} ms "
         f"(POST {RECALL}: p50 {latency['apiP50']:.1f} ms, p95 {latency['apiP95']:.1f} ms)"
+    )
+    print(
+        f"this process's CPU time per recall: p50 {latency['cpuP50']:.1f} ms (on SQLite the "
+        f"whole recall, on PostgreSQL without the server's part; wall times inflate with the "
+        f"machine's load, load average {os.getloadavg()[0]:.1f})"
     )
     return {
         "overall": overall,
@@ -318,6 +326,7 @@ def main() -> int:
             "byCategory": by_category,
             "latency": [],
             "apiLatency": [],
+            "cpu": [],
         }
         for loaded in conversations:
             ask(api, project, loaded, scores)

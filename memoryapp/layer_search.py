@@ -48,6 +48,9 @@ def _time(value: Any) -> str | None:
 def _id(value: Any) -> str | None:
     if value is None:
         return None
+    if isinstance(value, str) and len(value) == 32:  # SQLite: 32 hex digits, lower-case
+        v = value.lower()
+        return f"{v[:8]}-{v[8:12]}-{v[12:16]}-{v[16:20]}-{v[20:]}"
     return str(value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)))
 
 

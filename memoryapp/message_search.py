@@ -3,10 +3,14 @@
 How a query is answered, in order:
 
 1. **Candidates** from the database's full-text engine over the dataset's messages (other
-   threads than the caller's; summary rows never): the best CANDIDATES by SQLite FTS5
-   ``bm25()`` over the porter-stemmed index, or by PostgreSQL ``ts_rank_cd`` over the
-   stored 'english' ``search_vector`` (migration 0008). The user's words are never handed
-   to the engine's syntax: each is quoted (FTS5) or goes through ``plainto_tsquery``, OR-ed.
+   threads than the caller's; summary rows never): every message with a query word, by
+   SQLite FTS5 over the porter-stemmed index or PostgreSQL's stored 'english'
+   ``search_vector`` (migration 0008), with, per query word, whether the message has it.
+   Past POOL matches, the engine's best POOL (FTS5 ``bm25()``, ``ts_rank_cd``). The
+   user's words are never handed to the engine's syntax: each is quoted (FTS5) or goes
+   through ``plainto_tsquery``, OR-ed.
+   **Scored** by BM25 here (memoryapp.bm25), the same on both engines: N from the scope's
+   thread counters, df counted in the pool (by the engine past POOL), avgdl the pool's.
 2. **Neighbour evidence**: a message whose neighbours in its thread also match gains
    NEIGHBOUR_WEIGHT of their scores (a topic discussed over several turns outranks a
    stray word in one).
@@ -34,13 +38,15 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from memoryapp import bm25
 from memoryapp.models import Project
 from memoryapp.sql import FTS_PENDING, FTS_TABLE, search_index_catch_up
 from memoryapp.stopwords import FUNCTION_WORDS
 
 PG_SEARCH_CONFIG = "english"
-# How many full-text candidates are re-ranked; the final list is at most 50 (LIMIT_MAX).
-CANDIDATES = 60
+# How many full-text matches are scored, the engine's best first; a query whose matches
+# fit holds every match, so BM25's document frequencies are counted in the pool itself.
+POOL = 400
 NEIGHBOUR_WEIGHT = 0.4
 SPEAKER_BOOST = 1.6
 # Upper bound on query words sent to the engine: a pasted essay must not become a
@@ -107,15 +113,25 @@ class RawHit:
 _COLUMNS = (
     "m.id, m.thread_id, m.sequence_number, m.role, m.content, m.created_at, m.metadata, t.metadata"
 )
-# The candidate queries name them, to select from as a subquery ``c``.
-_NAMED = (
-    "m.id AS id, m.thread_id AS thread_id, m.sequence_number AS seq, m.role AS role, "
-    "m.content AS content, m.created_at AS created_at, m.metadata AS metadata, "
-    "t.metadata AS tmeta"
-)
-# After the candidate's columns and score: the message that follows a candidate that asks
-# a question (the default message range), in the same round trip.
-_NEXT = "n.id, n.thread_id, n.sequence_number, n.role, n.content, n.created_at, n.metadata, c.tmeta"
+# What the pool reads per match (never the content: only the final hits are read whole):
+# id, thread, sequence number, time, speaker (speaker_sql), then size, length and flags.
+_POOL = "m.id, m.thread_id, m.sequence_number, {time}"
+# The time as a number (only compared, for ties): parsing every candidate's timestamp
+# into a datetime cost more than scoring it.
+_TIME = {"sqlite": "julianday(m.created_at)", "postgresql": "EXTRACT(EPOCH FROM m.created_at)"}
+_SIZE, _LENGTH, _FLAGS = 5, 6, 7
+
+
+def speaker_sql() -> str:
+    """SQL for speaker_name on the row ``m`` of thread ``t``: the message's
+    ``metadata.agentName``, else the thread's ``metadata.participants[role]``; blank
+    counts as missing."""
+    if connection.vendor == "sqlite":
+        own = "json_extract(m.metadata, '$.agentName')"
+        theirs = "json_extract(t.metadata, '$.participants.' || m.role)"
+    else:
+        own, theirs = "m.metadata ->> 'agentName'", "t.metadata -> 'participants' ->> m.role"
+    return f"COALESCE(NULLIF(TRIM({own}), ''), NULLIF(TRIM({theirs}), ''))"
 
 
 def _json(value: Any) -> Any:
@@ -165,105 +181,157 @@ def _fetch(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
         return cursor.fetchall()
 
 
-def _candidates_sqlite(
-    *, project: Project, dataset: str, terms: list[str], exclude: uuid.UUID | None
-) -> list[tuple[Any, ...]]:
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """The messages a search reads: ``project``'s ``dataset``, less one thread."""
+
+    project: Project
+    dataset: str
+    exclude: uuid.UUID | None
+
+    def threads_sql(self, alias: str) -> tuple[str, list[Any]]:
+        """``(condition on thread alias, params)``."""
+        sql = f"{alias}.project_id = %s AND {alias}.dataset = %s"
+        params: list[Any] = [self.project.pk, self.dataset]
+        if self.exclude is not None:
+            sql += f" AND {alias}.id <> %s"
+            # Django stores UUIDs as 32 hex characters on SQLite
+            params.append(self.exclude.hex if connection.vendor == "sqlite" else self.exclude)
+        return sql, params
+
+
+def _size_sql(scope: _Scope) -> tuple[str, list[Any]]:
+    # N for BM25: the scope's rows, read off the thread counters (summaries included: a
+    # count of the message rows themselves would read the whole dataset every call).
+    where, params = scope.threads_sql("z")
+    return f"(SELECT COALESCE(SUM(z.next_sequence - 1), 0) FROM memoryapp_thread AS z WHERE {where})", params
+
+
+def _pool_sqlite(scope: _Scope, terms: list[str], ordered: bool) -> list[tuple[Any, ...]]:
     # Rows appended since the last catch-up are queued, not yet indexed (migration 0015).
     search_index_catch_up()
-    # bm25() is lower-is-better; scores here are higher-is-better.
-    query = f"""
-        SELECT c.*, {_NEXT} FROM (
-            SELECT {_NAMED}, -bm25({FTS_TABLE}) AS score
-            FROM {FTS_TABLE}
-            JOIN memoryapp_message AS m ON m.rowid = {FTS_TABLE}.rowid
-            JOIN memoryapp_thread AS t ON t.id = m.thread_id
-            WHERE {FTS_TABLE} MATCH %s
-              AND t.project_id = %s AND t.dataset = %s
-              AND m.is_summary = 0
-              {"AND t.id <> %s" if exclude is not None else ""}
-            ORDER BY bm25({FTS_TABLE}), m.created_at DESC
-            LIMIT %s
-        ) AS c
-        LEFT JOIN memoryapp_message AS n ON instr(c.content, '?') > 0 AND n.rowid = (
-            SELECT x.rowid FROM memoryapp_message AS x
-            WHERE x.thread_id = c.thread_id AND x.sequence_number > c.seq AND x.is_summary = 0
-            ORDER BY x.sequence_number LIMIT 1
-        )
-    """
-    params: list[Any] = [fts5_match_expression(terms), project.pk, dataset]
-    if exclude is not None:
-        params.append(exclude.hex)  # Django stores UUIDs as 32 hex characters on SQLite
-    params.append(CANDIDATES)
-    return _fetch(query, params)
-
-
-def _candidates_postgresql(
-    *, project: Project, dataset: str, terms: list[str], exclude: uuid.UUID | None
-) -> list[tuple[Any, ...]]:
-    # plainto_tsquery ignores every operator character, so user input cannot error; a
-    # term that is a stop word becomes an empty query, which || skips.
-    tsquery = " || ".join(["plainto_tsquery('english', %s)"] * len(terms))
+    size, size_params = _size_sql(scope)
+    where, params = scope.threads_sql("t")
+    # Per word, whether the row has it: each IN list is read once from the index.
+    flags = ", ".join(
+        [f"{FTS_TABLE}.rowid IN (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s)"]
+        * len(terms)
+    )
     sql = f"""
-        SELECT c.*, {_NEXT} FROM (
-            SELECT {_NAMED}, ts_rank_cd(m.search_vector, q.query) AS score
-            FROM memoryapp_message AS m
-            JOIN memoryapp_thread AS t ON t.id = m.thread_id,
-                 (SELECT {tsquery} AS query) AS q
-            WHERE m.search_vector @@ q.query
-              AND t.project_id = %s AND t.dataset = %s
-              AND NOT m.is_summary
-              {"AND t.id <> %s" if exclude is not None else ""}
-            ORDER BY score DESC, m.created_at DESC
-            LIMIT %s
-        ) AS c
-        LEFT JOIN LATERAL (
-            SELECT * FROM memoryapp_message AS x
-            WHERE strpos(c.content, '?') > 0
-              AND x.thread_id = c.thread_id AND x.sequence_number > c.seq AND NOT x.is_summary
-            ORDER BY x.sequence_number LIMIT 1
-        ) AS n ON true
+        SELECT {_POOL.format(time=_TIME[connection.vendor])}, {speaker_sql()}, {size},
+               length(m.content), {flags}
+        FROM {FTS_TABLE}
+        JOIN memoryapp_message AS m ON m.rowid = {FTS_TABLE}.rowid
+        JOIN memoryapp_thread AS t ON t.id = m.thread_id
+        WHERE {FTS_TABLE} MATCH %s AND {where} AND m.is_summary = 0
+        {f"ORDER BY bm25({FTS_TABLE}), m.created_at DESC" if ordered else ""}
+        LIMIT %s
     """
-    params: list[Any] = [*terms, project.pk, dataset]
-    if exclude is not None:
-        params.append(exclude)
-    params.append(CANDIDATES)
-    return _fetch(sql, params)
+    each = [fts5_match_expression([t]) for t in terms]
+    limit = POOL if ordered else POOL + 1
+    return _fetch(sql, [*size_params, *each, fts5_match_expression(terms), *params, limit])
 
 
-def _speaker_words(values: Sequence[Any], asked: set[str], cache: dict[Any, set[str]]) -> set[str]:
-    # Candidates of one thread share its metadata text: parse it once per thread and role,
-    # and not at all when no asked word even appears in the text.
-    key = (values[3], values[6], values[7])
-    if key not in cache:
-        text = f"{values[6] or ''} {values[7] or ''}".lower()
-        name = None
-        if any(word in text for word in asked):
-            name = speaker_name(
-                _json(values[6]) if values[6] else None, _json(values[7]), values[3]
-            )
-        cache[key] = set(query_words(name)) if name else set()
-    return cache[key]
+def _tsqueries(count: int) -> str:
+    # One tsquery per word (w0, w1, ...) and their OR (query), built once per statement.
+    # plainto_tsquery ignores every operator character, so user input cannot error; a
+    # word that is a stop word becomes an empty query, which || skips and matches nothing.
+    words = [f"plainto_tsquery('{PG_SEARCH_CONFIG}', %s) AS w{i}" for i in range(count)]
+    return f"SELECT *, {' || '.join(f'w{i}' for i in range(count))} AS query FROM (SELECT {', '.join(words)}) AS w"
 
 
-def _rank(found: list[tuple[Any, ...]], asked: set[str]) -> list[tuple[float, tuple[Any, ...]]]:
-    """Neighbour evidence and the speaker field on top of the engine's scores, on the raw
+def _pool_postgresql(scope: _Scope, terms: list[str], ordered: bool) -> list[tuple[Any, ...]]:
+    size, size_params = _size_sql(scope)
+    where, params = scope.threads_sql("t")
+    flags = ", ".join(f"m.search_vector @@ q.w{i}" for i in range(len(terms)))
+    sql = f"""
+        SELECT {_POOL.format(time=_TIME[connection.vendor])}, {speaker_sql()}, {size},
+               length(m.content), {flags}
+        FROM memoryapp_message AS m
+        JOIN memoryapp_thread AS t ON t.id = m.thread_id,
+             ({_tsqueries(len(terms))}) AS q
+        WHERE m.search_vector @@ q.query AND {where} AND NOT m.is_summary
+        {"ORDER BY ts_rank_cd(m.search_vector, q.query) DESC, m.created_at DESC" if ordered else ""}
+        LIMIT %s
+    """
+    return _fetch(sql, [*size_params, *terms, *params, POOL if ordered else POOL + 1])
+
+
+def _frequencies(scope: _Scope, terms: list[str]) -> list[int]:
+    """Per query term, how many messages of the scope contain it, counted by the engine
+    (only for a pool cut at POOL, whose own counts fall short)."""
+    where, params = scope.threads_sql("t")
+    join = "JOIN memoryapp_thread AS t ON t.id = m.thread_id"
+    if connection.vendor == "sqlite":
+        one = f"""(SELECT COUNT(*) FROM {FTS_TABLE}
+                   JOIN memoryapp_message AS m ON m.rowid = {FTS_TABLE}.rowid {join}
+                   WHERE {FTS_TABLE} MATCH %s AND {where} AND m.is_summary = 0)"""
+        sql = "SELECT " + ", ".join([one] * len(terms))
+        values = [v for t in terms for v in (fts5_match_expression([t]), *params)]
+    else:
+        counts = ", ".join(
+            f"COUNT(*) FILTER (WHERE m.search_vector @@ q.w{i})" for i in range(len(terms))
+        )
+        sql = f"""SELECT {counts} FROM memoryapp_message AS m {join},
+                  ({_tsqueries(len(terms))}) AS q
+                  WHERE m.search_vector @@ q.query AND {where} AND NOT m.is_summary"""
+        values = [*terms, *params]
+    (row,) = _fetch(sql, values)
+    return [int(count or 0) for count in row]
+
+
+def _speaker_words(speaker: Any, cache: dict[Any, set[str]]) -> set[str]:
+    if speaker not in cache:
+        cache[speaker] = set(query_words(speaker)) if isinstance(speaker, str) else set()
+    return cache[speaker]
+
+
+def _bm25(scope: _Scope, terms: list[str], pool: list[tuple[Any, ...]]) -> list[float]:
+    """BM25 (memoryapp.bm25) of every pool row. When the pool holds every match, df is
+    counted in it; when it was cut at POOL, the engine counts df over the scope."""
+    hits = [[bool(flag) for flag in values[_FLAGS:]] for values in pool]
+    lengths = [int(values[_LENGTH] or 0) for values in pool]
+    corpus = bm25.pool_corpus(hits, lengths, int(pool[0][_SIZE]) if pool else 0)
+    if len(pool) >= POOL:
+        corpus = bm25.Corpus(corpus.size, corpus.mean_length, _frequencies(scope, terms))
+    return bm25.scores(hits, lengths, corpus)
+
+
+def _rank(
+    pool: list[tuple[Any, ...]], scores: list[float], asked: set[str]
+) -> list[tuple[float, tuple[Any, ...]]]:
+    """Neighbour evidence and the speaker field on top of the BM25 scores, on the raw
     candidate rows (only the final hits become Rows)."""
-    by_position = {(v[1], v[2]): float(v[8]) for v in found}
+    by_position = {(v[1], v[2]): s for v, s in zip(pool, scores, strict=True)}
     cache: dict[Any, set[str]] = {}
     ranked = []
-    for values in found:
+    for values, own in zip(pool, scores, strict=True):
         thread, seq = values[1], values[2]
-        score = float(values[8]) + NEIGHBOUR_WEIGHT * (
+        score = own + NEIGHBOUR_WEIGHT * (
             by_position.get((thread, seq - 1), 0.0) + by_position.get((thread, seq + 1), 0.0)
         )
-        if asked and asked & _speaker_words(values, asked, cache):
+        if asked and asked & _speaker_words(values[4], cache):
             score *= SPEAKER_BOOST
         ranked.append((score, values))
-    # Ties: the newer message first (what the user said last is likelier still true); the
-    # sort is stable, so order by time first, then by score.
-    ranked.sort(key=lambda pair: pair[1][5], reverse=True)
+    # Ties: the newer message first (what the user said last is likelier still true),
+    # then the later in its thread, then by thread id (the pool comes in no set order);
+    # the sort is stable, so order by those first, then by score.
+    ranked.sort(key=lambda pair: (float(pair[1][3]), pair[1][2], pair[1][1]), reverse=True)
     ranked.sort(key=lambda pair: pair[0], reverse=True)
     return ranked
+
+
+def _read_rows(ids: list[Any]) -> dict[Any, Row]:
+    """The Rows of message ``ids`` (as the pool read them), by those ids; one query."""
+    if not ids:
+        return {}
+    sql = f"""
+        SELECT {_COLUMNS} FROM memoryapp_message AS m
+        JOIN memoryapp_thread AS t ON t.id = m.thread_id
+        WHERE m.id IN ({", ".join(["%s"] * len(ids))})
+    """
+    speakers: dict[Any, Any] = {}
+    return {values[0]: _row(values, speakers) for values in _fetch(sql, list(ids))}
 
 
 def _attach_neighbours(hits: list[RawHit], message_range: tuple[int, int]) -> None:
@@ -318,19 +386,20 @@ def message_search(
     terms = query_terms(query)
     if not terms or limit < 1:
         return []
-    search = {"sqlite": _candidates_sqlite, "postgresql": _candidates_postgresql}.get(
-        connection.vendor
-    )
+    search = {"sqlite": _pool_sqlite, "postgresql": _pool_postgresql}.get(connection.vendor)
     if search is None:
         return []
-    found = search(project=project, dataset=dataset, terms=terms, exclude=exclude_thread_id)
-    speakers: dict[Any, Any] = {}
-    ranked = _rank(found, set(query_words(query)))[:limit]
-    hits = [RawHit(message=_row(values, speakers), score=score) for score, values in ranked]
-    if message_range is None:  # the reply to a question, read along with the candidates
-        for hit, (_, values) in zip(hits, ranked, strict=True):
-            if values[9] is not None:
-                hit.neighbours = [_row(values[9:], speakers)]
+    scope = _Scope(project=project, dataset=dataset, exclude=exclude_thread_id)
+    # Every match, unordered (ranking them all in the engine costs more than the search);
+    # past POOL, the engine's best POOL.
+    pool = search(scope, terms, False)
+    if len(pool) > POOL:
+        pool = search(scope, terms, True)
+    ranked = _rank(pool, _bm25(scope, terms, pool), set(query_words(query)))[:limit]
+    rows = _read_rows([values[0] for _, values in ranked])
+    hits = [RawHit(message=rows[values[0]], score=score) for score, values in ranked]
+    if message_range is None:  # the reply to a question
+        _attach_neighbours([h for h in hits if "?" in h.message.content], (0, 1))
     else:
         _attach_neighbours(hits, message_range)
     return hits

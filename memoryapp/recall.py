@@ -14,7 +14,8 @@ Layers, as ``include`` selects them:
 The three lists are ranked together: every item gets ``rank`` (1 = best, over all
 layers) by weighted reciprocal rank fusion (fuse), where an item also gains what the
 items of other layers citing the same messages earned (a fact and the message it was
-drawn from support each other).
+drawn from support each other); ``score`` is that fused relevance over the best item's
+(1.0 for rank 1), one scale over the three layers; each list is sorted by rank.
 
 ``context`` is one ``<long_term_memory>`` block with a section per layer, each item naming
 its source (a fact's id, an episode's thread and range, a message's thread and sequence
@@ -70,7 +71,7 @@ def raw_item(hit: RawHit) -> dict[str, Any]:
     return {
         **_message_dict(message),
         "threadId": str(message.thread_id),
-        "score": round(hit.score, 6),
+        "score": round(hit.score, 6),  # the search's own; recall's fuse replaces it
         "messageRange": {"fromSequence": min(sequences), "toSequence": max(sequences)},
         "neighbours": [_message_dict(n) for n in hit.neighbours],
     }
@@ -79,10 +80,10 @@ def raw_item(hit: RawHit) -> dict[str, Any]:
 def _episode_layer(
     *, project: Project, dataset: str, terms: list[str], limit: int, facts: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """Matching episodes, then the episodes of the recalled facts (score 0), to ``limit``."""
+    """Matching episodes, best first, then the episodes of the recalled facts, to ``limit``."""
     found = [
-        {**episode, "score": round(score, 6)}
-        for episode, score in episode_search_rows(
+        episode
+        for episode, _ in episode_search_rows(
             project=project, dataset=dataset, terms=terms, limit=limit
         )
     ]
@@ -90,8 +91,7 @@ def _episode_layer(
     missing = list(dict.fromkeys(f["episodeId"] for f in facts if f["episodeId"] not in have))
     room = limit - len(found)
     if missing and room > 0:
-        extra = episodes_by_id(project=project, episode_ids=missing[:room])
-        found += [{**episode, "score": 0.0} for episode in extra]
+        found += episodes_by_id(project=project, episode_ids=missing[:room])
     return found
 
 
@@ -113,9 +113,16 @@ def cited_ids(layer: str, item: dict[str, Any]) -> list[str]:
 
 
 def fuse(layers: dict[str, list[dict[str, Any]]]) -> None:
-    """Set ``rank`` (1..n over all layers) on every item of ``layers`` (``raw``,
-    ``facts``, ``episodes`` lists, each best first): weighted reciprocal rank fusion, plus,
-    for every message an item cites, the best earning of another layer's item citing it."""
+    """Rank and score every item of ``layers`` (``raw``, ``facts``, ``episodes`` lists,
+    each best first by its own search) together, in place.
+
+    An item earns weighted reciprocal rank fusion for its place in its layer, plus, for
+    the messages it cites, the best earning of another layer's item citing one of them
+    (episodes excepted). ``score`` becomes that total over the best item's, rounded to 4
+    places (the first-ranked item has 1.0, every item more than 0): one scale over the
+    three layers, comparable within one response. ``rank`` (1..n) orders by it (ties: raw,
+    facts, episodes, then the layer's own order), and each list is sorted by rank.
+    """
     earned: list[tuple[float, int, int, str, dict[str, Any]]] = []
     best_by_message: dict[tuple[str, str], float] = {}
     for order, (layer, items) in enumerate(layers.items()):
@@ -139,8 +146,12 @@ def fuse(layers: dict[str, list[dict[str, Any]]]) -> None:
                     )
         totals.append((own + support, order, position, item))
     totals.sort(key=lambda t: (-t[0], t[1], t[2]))
-    for rank, (*_, item) in enumerate(totals, 1):
+    best = totals[0][0] if totals else 1.0
+    for rank, (total, *_, item) in enumerate(totals, 1):
         item["rank"] = rank
+        item["score"] = round(total / best, 4)
+    for items in layers.values():
+        items.sort(key=lambda item: item["rank"])
 
 
 def _escape(value: str) -> str:
@@ -272,7 +283,8 @@ def recall(
     "synthesis": str | None, "context": str, "hasContext": bool}``: facts in the fact
     resource's shape (serializers.fact_to_dict), episodes in the episode resource's plus
     ``quotedMessageIds`` (memoryapp.layer_search), raw items as raw_item makes them; each
-    with ``score`` (within its layer) and ``rank`` (over all layers, fuse); ``entities``
+    list in ``rank`` order, every item with ``rank`` and ``score`` over all layers (fuse:
+    the best item's score is 1.0, the others' relative to it); ``entities``
     the entity resources of the facts;
     ``context`` the block build_context makes (``""`` when nothing was found).
     Only ``project``'s ``dataset`` is ever read.
@@ -296,7 +308,7 @@ def recall(
             include_invalidated=include_invalidated,
         )
         entities = fact_entities(found)
-        layers["facts"] = [{**fact, "score": round(score, 6)} for fact, score, _ in found]
+        layers["facts"] = [fact for fact, _, _ in found]
     if "episodes" in include:
         layers["episodes"] = _episode_layer(
             project=project, dataset=dataset, terms=terms, limit=limit, facts=layers["facts"]

@@ -414,6 +414,22 @@ def test_it_matches_other_forms_of_a_word(project: Project) -> None:
     assert _ids(raw) == [str(painting.id)]
 
 
+def test_it_weighs_a_rare_word_above_a_common_one_on_every_engine(project: Project) -> None:
+    """BM25's idf, computed by the service: PostgreSQL's ts_rank_cd alone scored one match
+    of either word the same, so the newest "coffee" message came first there."""
+    (sax,) = _say(_thread(project), "I played the saxophone")
+    coffee = _say(_thread(project), "Coffee first", "More coffee", "Coffee again")
+
+    raw = search_raw(project=project, dataset="user_42", query="coffee saxophone")
+
+    # idf with N 4: ln(1 + 3.5/1.5) for saxophone against ln(1 + 1.5/3.5) for coffee,
+    # 3.4 times more; even the coffee turn with two coffee neighbours (+0.4 of each) and
+    # the shortest text stays below it.
+    assert _ids(raw)[0] == str(sax.id)
+    assert set(_ids(raw)[1:]) == {str(m.id) for m in coffee}
+    assert raw[0]["score"] > raw[1]["score"]
+
+
 def test_it_ranks_a_topic_carried_over_turns_above_a_stray_word(project: Project) -> None:
     _conversation(project, "Random thought: the guitar in the shop window was red", "Okay.")
     talk = _conversation(
@@ -623,6 +639,49 @@ def test_it_recalls_the_fact_its_episode_and_its_source_message(
     assert ranks == list(range(1, len(ranks) + 1))
     # The raw hit and the fact drawn from it support each other: they lead the ranking.
     assert {found["raw"][0]["rank"], car_facts[0]["rank"]} == {1, 2}
+
+
+def test_it_scores_every_layer_on_one_scale_relative_to_the_best_item(
+    project: Project, remembered: dict[str, Any]
+) -> None:
+    found = recall(
+        project=project,
+        dataset="user_42",
+        query="what car do I drive",
+        thread_id=remembered["second"].pk,
+    )
+
+    # raw #1 earns 1/11 and the fact drawn from it 0.3/11 (RRF k 10, weights 1 and 0.3);
+    # each gains the other's: 1.3/11 both. The episode has 0.1/11: 0.1/1.3 of the best.
+    assert [(r["score"], r["rank"]) for r in found["raw"]] == [(1.0, 1)]
+    assert [(f["score"], f["rank"]) for f in found["facts"]] == [(1.0, 2)]
+    assert [(e["score"], e["rank"]) for e in found["episodes"]] == [(0.0769, 3)]
+
+
+def test_it_sorts_each_layer_by_the_fused_rank() -> None:
+    from memoryapp.recall import fuse
+
+    def raw(message_id: str) -> dict[str, Any]:
+        return {"messageId": message_id, "neighbours": []}
+
+    layers: dict[str, list[dict[str, Any]]] = {
+        "raw": [raw("a"), raw("b")],
+        "facts": [{"factId": "f", "sourceMessageIds": ["b"]}],
+        "episodes": [{"episodeId": "e", "quotedMessageIds": ["a", "b"]}],
+    }
+
+    fuse(layers)
+
+    # b (1/12 + 0.3/11) outranks a (1/11): the fact drawn from b supports it. The fact
+    # (0.3/11 + 1/12) ties with b and follows it (raw first).
+    assert [(r["messageId"], r["rank"], r["score"]) for r in layers["raw"]] == [
+        ("b", 1, 1.0),
+        ("a", 3, round((1 / 11) / (1 / 12 + 0.3 / 11), 4)),
+    ]
+    assert [(f["rank"], f["score"]) for f in layers["facts"]] == [(2, 1.0)]
+    assert [(e["rank"], e["score"]) for e in layers["episodes"]] == [
+        (4, round((0.1 / 11) / (1 / 12 + 0.3 / 11), 4))
+    ]
 
 
 def test_it_never_recalls_facts_or_episodes_of_another_dataset_or_project(
