@@ -59,8 +59,29 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 # them anyway, on SQLite they would match nearly every row.
 STOP_WORDS = FUNCTION_WORDS | frozenset(
     [
-        "am", "as", "been", "but", "by", "he", "her", "him", "his", "i", "if", "its", "no",
-        "she", "so", "than", "their", "them", "then", "there", "they", "too", "whom"
+        "am",
+        "as",
+        "been",
+        "but",
+        "by",
+        "he",
+        "her",
+        "him",
+        "his",
+        "i",
+        "if",
+        "its",
+        "no",
+        "she",
+        "so",
+        "than",
+        "their",
+        "them",
+        "then",
+        "there",
+        "they",
+        "too",
+        "whom",
     ]
 )
 
@@ -204,7 +225,10 @@ def _size_sql(scope: _Scope) -> tuple[str, list[Any]]:
     # N for BM25: the scope's rows, read off the thread counters (summaries included: a
     # count of the message rows themselves would read the whole dataset every call).
     where, params = scope.threads_sql("z")
-    return f"(SELECT COALESCE(SUM(z.next_sequence - 1), 0) FROM memoryapp_thread AS z WHERE {where})", params
+    return (
+        f"(SELECT COALESCE(SUM(z.next_sequence - 1), 0) FROM memoryapp_thread AS z WHERE {where})",
+        params,
+    )
 
 
 def _pool_sqlite(scope: _Scope, terms: list[str], ordered: bool) -> list[tuple[Any, ...]]:

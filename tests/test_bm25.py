@@ -14,9 +14,7 @@ def test_it_counts_document_frequency_and_mean_length_in_a_complete_pool() -> No
     corpus = bm25.pool_corpus(hits, [10, 20, 30, 40], size=10)
 
     assert (corpus.size, corpus.mean_length, list(corpus.frequency)) == (10, 25.0, [3, 2])
-    assert corpus.idfs() == pytest.approx(
-        [math.log(1 + 7.5 / 3.5), math.log(1 + 8.5 / 2.5)]
-    )
+    assert corpus.idfs() == pytest.approx([math.log(1 + 7.5 / 3.5), math.log(1 + 8.5 / 2.5)])
 
 
 def test_it_never_takes_a_collection_smaller_than_the_pool() -> None:
