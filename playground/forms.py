@@ -10,6 +10,7 @@ from django.contrib.auth.models import User
 from memoryapp.models import Agent, Membership, Project, Thread
 from memoryapp.validation import (
     DATASET_MAX_LENGTH,
+    SYSTEM_PROMPT_MAX_LENGTH,
     TAG_MAX_LENGTH,
     TAGS_MAX,
     THRESHOLD_MAX,
@@ -171,7 +172,8 @@ class AgentForm(_NoColon, forms.Form):
         error_messages={"invalid": "Use 1 to 64 letters, digits, '_', '-' or '.', starting with a letter or digit."},
     )
     system_prompt = forms.CharField(
-        label="System prompt", required=False, max_length=100_000, widget=forms.Textarea(attrs={"rows": 4})
+        label="System prompt", required=False, max_length=SYSTEM_PROMPT_MAX_LENGTH,
+        validators=STORABLE_TEXT, widget=forms.Textarea(attrs={"rows": 4}),
     )
     memory = forms.BooleanField(
         label="Memory (the three memory tools)", required=False, initial=True

@@ -69,6 +69,21 @@ def test_it_refuses_a_budget_that_breaks_the_rule_with_the_message(world: World)
     assert not Agent.objects.exists()
 
 
+def test_the_form_takes_the_system_prompts_that_v1_takes_and_no_longer(world: World) -> None:
+    """The dashboard's PUT has /v1's limit (SYSTEM_PROMPT_MAX_LENGTH characters): a longer
+    prompt saved from the form would make the agent's own definition, read back from GET
+    /v1/memory/agents/{name}, a 400 when PUT again."""
+    client = world.client(world.owner)
+    form = {"name": "dm", "compaction_type": "summarize"}
+    resp = client.post(url("playground:agents", world.project), {**form, "system_prompt": "p" * 20_001})
+    assert resp.status_code == 400
+    assert "Ensure this value has at most 20000 characters (it has 20001)." in resp.content.decode()
+    assert not Agent.objects.exists()
+    resp = client.post(url("playground:agents", world.project), {**form, "system_prompt": "p" * 20_000})
+    assert resp.status_code == 302
+    assert len(Agent.objects.get(project=world.project, name="dm").system_prompt) == 20_000
+
+
 def test_it_shows_each_tool_call_with_arguments_result_and_error(world: World) -> None:
     thread = agent_thread(world)
     working.message_append(thread=thread, role="user", content="Remember the key.")
