@@ -35,6 +35,7 @@ from memoryapp.results import (
     TokenUsage,
     WindowSummary,
 )
+from memoryapp.timefmt import iso_ms
 from memoryapp.validation import CURSOR_PATTERN
 
 logger = logging.getLogger(__name__)
@@ -246,16 +247,20 @@ def _compaction_due(counters: sql.Counters) -> bool:
 
 
 def _check_not_before_last(thread_id: uuid.UUID, created_at: datetime | None) -> None:
+    """InvalidInput (``createdAt``) when ``created_at`` is before the thread's last
+    message's time at the API's precision (milliseconds, memoryapp.timefmt.iso_ms): a
+    client sending back the ``createdAt`` the API showed for the last message is not
+    refused over the microseconds the server's clock stored but never showed."""
     if created_at is None:  # a live append (the server's clock) is never refused
         return
     last = sql.last_message_time(thread_id=thread_id)
-    if last is not None and created_at < last:
+    if last is not None and created_at < last.replace(microsecond=last.microsecond // 1000 * 1000):
         raise InvalidInput(
             [
                 {
                     "path": ["createdAt"],
                     "message": "createdAt is earlier than the createdAt of the thread's "
-                    f"last message ({last.isoformat()})",
+                    f"last message ({iso_ms(last)})",
                     "code": "before_last_message",
                 }
             ]

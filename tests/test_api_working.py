@@ -526,7 +526,7 @@ def test_it_refuses_a_created_at_before_the_last_message(
         {
             "path": ["createdAt"],
             "message": "createdAt is earlier than the createdAt of the thread's last message "
-            "(2023-05-08T13:56:00+00:00)",
+            "(2023-05-08T13:56:00.000Z)",
             "code": "before_last_message",
         }
     ]
@@ -535,6 +535,26 @@ def test_it_refuses_a_created_at_before_the_last_message(
     assert append_ok(api, thread_id, "second")["sequenceNumber"] == 2
     # A live message (the clock's now) closes the import: the past is refused after it.
     assert api.append(thread_id, "x", createdAt="2024-01-01T00:00:00Z").status_code == 400
+
+
+def test_it_takes_back_the_created_at_it_showed_for_the_last_message(
+    api: Api, thread_id: str, clock: Clock
+) -> None:
+    """The server's clock stores microseconds, the API shows milliseconds: sending the
+    last message's createdAt as shown is not 'earlier' than it; a millisecond before is."""
+    clock.set("2026-08-16T09:00:00.818301Z")
+    shown = append_ok(api, thread_id, "live")["createdAt"]
+    assert shown == "2026-08-16T09:00:00.818Z"
+    clock.set("2026-08-16T09:00:02Z")
+
+    early = api.append(thread_id, "import", createdAt="2026-08-16T09:00:00.817Z")
+    assert early.status_code == 400
+    assert early.json()["issues"][0]["message"] == (
+        "createdAt is earlier than the createdAt of the thread's last message "
+        "(2026-08-16T09:00:00.818Z)"
+    )
+    assert append_ok(api, thread_id, "import", createdAt=shown)["createdAt"] == shown
+    assert numbers(api.get(messages_url(thread_id))) == [1, 2]
 
 
 def test_it_drops_unknown_metadata_keys(api: Api, thread_id: str) -> None:
