@@ -15,8 +15,9 @@ of turns. Per turn:
 - **turn**: the POST's round trip (the server's turn, as the sending page waits for it);
 - **shown**: from the POST's start until every open tab of the thread shows the stored
   reply (a MutationObserver in each page stamps when the reply's row appears);
-- **frames / bytes** one tab is sent, by event; **refetches**: HTTP requests a tab makes
-  (htmx refreshes), per tab; **server CPU**: the server process's CPU time from the
+- **frames / bytes** one tab is sent over its WebSocket, by event (payload before
+  compression); **refetches**: HTTP requests a tab makes (htmx refreshes) and the bytes of
+  their bodies, per tab; **server CPU**: the server process's CPU time from the
   POST's start to the end of the pause after it (the tabs' follow-up work included).
 
 A pause of PAUSE_S between turns, after every tab shows the reply, lets the tabs' follow-up
@@ -69,9 +70,10 @@ document.addEventListener("DOMContentLoaded", function () {
   new MutationObserver(stamp).observe(document.body, { childList: true, subtree: true });
 });
 window.__requests = function () {
-  return performance.getEntriesByType("resource").filter(function (e) {
+  var fetched = performance.getEntriesByType("resource").filter(function (e) {
     return e.initiatorType === "xmlhttprequest" || e.initiatorType === "fetch";
-  }).length;
+  });
+  return [fetched.length, fetched.reduce(function (sum, e) { return sum + e.decodedBodySize; }, 0)];
 };
 """
 
@@ -204,10 +206,9 @@ class Case:
             shown.append(page.evaluate("seq => window.__seen[seq]", seq))
         self.pages[0].wait_for_timeout(PAUSE_S * 1000)
         cpu = cpu_seconds(server_pid) - cpu_before
-        requests = [
-            page.evaluate("window.__requests()") - b
-            for page, b in zip(self.pages, requests_before, strict=True)
-        ]
+        after = [page.evaluate("window.__requests()") for page in self.pages]
+        requests = [a[0] - b[0] for a, b in zip(after, requests_before, strict=True)]
+        fetched = [a[1] - b[1] for a, b in zip(after, requests_before, strict=True)]
         frames = self.counter.take()
         if keep:
             self.samples.append(
@@ -216,6 +217,7 @@ class Case:
                     "shown_ms": max(shown) - wall_start * 1000,
                     "cpu_ms": cpu * 1000,
                     "refetches_per_tab": sum(requests) / len(requests),
+                    "refetched_bytes_per_tab": sum(fetched) / len(fetched),
                     "frames": frames,
                 }
             )
@@ -239,6 +241,9 @@ class Case:
             "server_cpu_ms_per_turn": statistics.mean(s["cpu_ms"] for s in self.samples),
             "refetches_per_turn_per_tab": statistics.mean(
                 s["refetches_per_tab"] for s in self.samples
+            ),
+            "refetched_bytes_per_turn_per_tab": round(
+                statistics.mean(s["refetched_bytes_per_tab"] for s in self.samples)
             ),
             "frames_per_turn": round(sum(v[0] for v in by_event.values()), 2),
             "bytes_per_turn": round(sum(v[1] for v in by_event.values())),
@@ -282,7 +287,8 @@ def print_report(label: str, results: list[dict[str, Any]], turns: int) -> None:
             f"  {r['tabs']} tab(s): turn p50 {r['turn_p50_ms']:.0f} ms (p90 {r['turn_p90_ms']:.0f}), "
             f"shown in every tab p50 {r['shown_p50_ms']:.0f} ms (p90 {r['shown_p90_ms']:.0f}), "
             f"server CPU {r['server_cpu_ms_per_turn']:.0f} ms/turn, "
-            f"{r['refetches_per_turn_per_tab']:.2f} refetches/turn/tab"
+            f"{r['refetches_per_turn_per_tab']:.2f} refetches/turn/tab "
+            f"({r['refetched_bytes_per_turn_per_tab']} bytes)"
         )
         print(
             f"     per turn to one tab: {r['frames_per_turn']} frames, {r['bytes_per_turn']} bytes "
