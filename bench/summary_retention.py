@@ -16,9 +16,9 @@ database), then reads every row back and measures, per conversation:
 - ``empty``: summaries that are only the header line (or nothing) although the folded
   messages had content.
 
-Two yardsticks, side by side in one run, because the offline summariser builds its
-"Also mentioned" index line with memoryapp.salient: graded by salient alone it is graded
-by its own rules.
+Two yardsticks, side by side in one run, because the offline summariser chooses its
+lines by memoryapp.salient's terms (and once built an "Also mentioned" index line with
+it): graded by salient alone it is graded by its own rules.
 
 - **independent** (the headline figure): the bench's own definitions, not the
   summariser's. A name is a word starting with a capital letter that is not the first
@@ -28,9 +28,11 @@ by its own rules.
 - **salient**: memoryapp.salient's names (with dates) and numbers, the extractor the
   dashboard uses to show what a summary dropped (salient.survives).
 
-Each is given for the whole final summary and for its lines without the index line
+Each is given for the whole final summary and for its lines without an index line
 (``- Also mentioned: ...``, a bare list of terms with no statement of what they were):
-the second says what the summary's sentences keep.
+the second says what the summary's sentences keep. The offline summariser no longer
+writes that line (docs/decisions.md), so the two agree for it; the filter stays for
+summaries of other models or of earlier versions.
 """
 
 from __future__ import annotations

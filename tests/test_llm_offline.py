@@ -122,10 +122,7 @@ def test_it_keeps_room_for_new_messages_when_the_previous_summary_fills_the_budg
     text = extractive_summary(previous_summary=previous, messages=new, max_tokens=150)
 
     assert count_tokens(text) <= 150
-    assert summary_lines(text)[-2:] == [
-        "- user: I want to sell the old car soon.",
-        "- Also mentioned: May 21, 21, May 22, 22",
-    ]
+    assert summary_lines(text)[-1] == "- user: I want to sell the old car soon."
     assert sum(line.startswith("- user: On May") for line in summary_lines(text)) >= 3
 
 
@@ -327,10 +324,11 @@ def test_it_keeps_short_messages_that_carry_a_number_run_after_run() -> None:
     first = extractive_summary(previous_summary=None, messages=messages[:9], max_tokens=1024)
     second = extractive_summary(previous_summary=first, messages=messages[9:], max_tokens=1024)
 
-    # Each summary is shorter than what it replaced: the newest lines win, and the
-    # numbers that did not fit stay in the index line.
-    assert summary_lines(first) == MSG_LINES[6:9]
-    assert summary_lines(second) == [*MSG_LINES[6:9], *MSG_LINES[16:18], "- Also mentioned: 16"]
+    # Each summary is shorter than what it replaced (18 tokens, then 12 + 27): the lines
+    # with the most new numbers per token win (a "user" line costs a token less than an
+    # "assistant" one), newer first on ties, carried and new alike.
+    assert summary_lines(first) == [MSG_LINES[4], MSG_LINES[6], MSG_LINES[8]]
+    assert summary_lines(second) == MSG_LINES[8:18:2]
 
 
 CHATTER_ONLY = [
@@ -367,10 +365,14 @@ def test_it_keeps_the_most_recent_lines_after_the_carried_ones_when_nothing_scor
 
     lines = summary_lines(text)
     assert count_tokens(text) <= 120
-    assert lines[-4:-1] == ["- user: lol", "- assistant: Great, thanks!", "- user: bye"]
-    assert all(line.startswith("- user: On May") for line in lines[1:-6])
-    assert len(lines) > 1 + 6
-    assert lines[-1] == "- Also mentioned: May 14, 14, May 15, 15, May 16, 16"
+    assert lines == [
+        SUMMARY_HEADER,
+        *(
+            f"- user: On May {day}, 2025 Priya paid invoice {day} to Lyon Motors."
+            for day in (6, 7, 8, 9)
+        ),
+        *(f"- {role}: {text}" for role, text in CHATTER_ONLY),
+    ]
 
 
 def test_it_prefers_a_line_with_a_new_name_to_one_repeating_names_it_kept() -> None:
@@ -636,7 +638,7 @@ def test_it_is_always_shorter_than_what_it_replaced(size: int) -> None:
     assert count_tokens(text) <= 1024
 
 
-def test_it_indexes_the_names_and_numbers_whose_lines_did_not_fit() -> None:
+def test_it_states_the_names_and_numbers_in_sentences_not_in_a_bare_list() -> None:
     messages = messages_of(
         [
             ("user", f"On day {day} I met {name} at the market and we talked for a while.")
@@ -646,10 +648,72 @@ def test_it_indexes_the_names_and_numbers_whose_lines_did_not_fit() -> None:
 
     text = extractive_summary(previous_summary=None, messages=messages, max_tokens=200)
 
-    lines = summary_lines(text)
+    # Each line adds a name or a day no kept line states; "Ana" costs a token less than
+    # the other names, so her lines win the ties on new terms per token.
+    days = [13, 17, 21, 25, 29, 33, 37, 38, 39, 40]
+    names = {day: ["Ana", "Bruno", "Carla", "Diego"][(day - 1) % 4] for day in days}
+    assert summary_lines(text) == [
+        SUMMARY_HEADER,
+        *(
+            f"- user: On day {d} I met {names[d]} at the market and we talked for a while."
+            for d in days
+        ),
+    ]
     assert count_tokens(text) <= 200
-    assert lines[-1].startswith("- Also mentioned: ")
-    index = lines[-1].removeprefix("- Also mentioned: ").split(", ")
-    stated = set(index) | {w.strip(".,") for line in lines[:-1] for w in line.split()}
-    assert {"Ana", "Bruno", "Carla", "Diego"} <= stated
-    assert len(index) == len(set(index))
+
+
+# --- greedy coverage: the lines that state the most names and numbers not yet kept ----------
+
+WEEKEND = messages_of(
+    [
+        (
+            "user",
+            "We are planning a long weekend away together with the whole family, and it should"
+            " be relaxing for everyone, including Grandpa.",
+        ),
+        ("assistant", "Do you want to go to Porto or to Braga?"),
+        ("user", "Porto, with Marta and Leo."),
+        (
+            "assistant",
+            "Porto is lovely in spring and the old town along the river is wonderful for walks"
+            " with Grandpa.",
+        ),
+        ("user", "The hotel costs 120 euros a night, 3 nights."),
+        ("assistant", "That is a fair price for Porto."),
+    ]
+)
+WEEKEND_PAIR = (
+    "- assistant: Do you want to go to Porto or to Braga? → user: Porto, with Marta and Leo."
+)
+WEEKEND_HOTEL = "- user: The hotel costs 120 euros a night, 3 nights."
+
+
+def test_it_chooses_the_lines_with_the_most_new_names_and_numbers_per_token() -> None:
+    tight = extractive_summary(previous_summary=None, messages=WEEKEND, max_tokens=60)
+    roomy = extractive_summary(previous_summary=None, messages=WEEKEND, max_tokens=100)
+
+    # Tight: the pair (Porto, Braga, Marta, Leo) and the hotel (120, 3) first.
+    assert summary_lines(tight) == [SUMMARY_HEADER, WEEKEND_PAIR, WEEKEND_HOTEL]
+    # Roomy: "Grandpa" too, from the shorter of the two lines that name him.
+    assert summary_lines(roomy) == [
+        SUMMARY_HEADER,
+        WEEKEND_PAIR,
+        "- assistant: Porto is lovely in spring and the old town along the river is wonderful"
+        " for walks with Grandpa.",
+        WEEKEND_HOTEL,
+    ]
+    assert (count_tokens(tight), count_tokens(roomy)) == (52, 79)
+
+
+def test_it_carries_a_previous_bullet_for_its_names_but_not_a_bare_index_line() -> None:
+    previous = f"{SUMMARY_HEADER}\n- user: My sister Ines lives in Faro.\n- Also mentioned: Zoe, 77"
+
+    text = extractive_summary(previous_summary=previous, messages=WEEKEND, max_tokens=80)
+
+    assert summary_lines(text) == [
+        SUMMARY_HEADER,
+        "- user: My sister Ines lives in Faro.",
+        WEEKEND_PAIR,
+        WEEKEND_HOTEL,
+        "- assistant: That is a fair price for Porto.",
+    ]

@@ -37,13 +37,9 @@ from memoryapp.llm.port import (
 from memoryapp.tokens import count_tokens
 
 SUMMARY_HEADER = "Summary of earlier conversation (offline extractive summary):"
-#: Opens the summary's last line: the names, numbers and dates of what was folded that no
-#: kept line states (memoryapp.salient), so a fact's key survives when its sentence did not.
+#: Opened the index line earlier summaries ended with (a bare list of terms): a previous
+#: summary's such line is not carried, it states nothing a reader can use.
 INDEX_PREFIX = "- Also mentioned: "
-#: Share of the summary budget kept for the index line when lines compete for room.
-INDEX_SHARE = 0.4
-#: No share is reserved for the index under this many tokens (a tight budget keeps lines).
-INDEX_MIN_TOKENS = 64
 #: The offline adapter's replies open with this; the summariser never folds them.
 REPLY_MARK = "[offline model"
 #: A sentence at least this long that repeats earlier text is an echo and not folded.
@@ -289,56 +285,55 @@ def _fresh_lines(messages: list[TranscriptMessage]) -> list[tuple[str, float]]:
     return lines
 
 
-def _carried_lines(previous_summary: str | None) -> tuple[list[str], list[str]]:
+def _carried_lines(previous_summary: str | None) -> list[str]:
     """The previous summary as ``- ...`` lines (each bullet whole: one fact stays one
-    line; the sentences of prose, as another adapter may write), and the terms of its
-    INDEX_PREFIX line."""
+    line; the sentences of prose, as another adapter may write); an INDEX_PREFIX line of
+    an earlier version is left out."""
     lines: list[str] = []
-    index: list[str] = []
     for line in (previous_summary or "").splitlines():
         text = line.strip()
-        if not text or text == SUMMARY_HEADER:
+        if not text or text == SUMMARY_HEADER or text.startswith(INDEX_PREFIX):
             continue
-        if text.startswith(INDEX_PREFIX):
-            index.extend(t for t in text[len(INDEX_PREFIX) :].split(", ") if t.strip())
-        elif text.startswith("- "):
+        if text.startswith("- "):
             lines.append(f"- {text[2:].strip()}")
         else:
             lines.extend(f"- {sentence}" for sentence in _sentences(text))
-    return lines, index
+    return lines
 
 
-def _index_line(
-    candidates: list[_Candidate], carried_terms: list[str], kept_text: str, budget: int
-) -> tuple[str, int]:
-    """INDEX_PREFIX and the salient terms (memoryapp.salient) of ``candidates`` and
-    ``carried_terms`` that ``kept_text`` lacks, within ``budget`` tokens, and the tokens
-    it was charged (each term's own count plus one for its comma: never less than the
-    line's count_tokens); ("", 0) when none fits. Terms said more often come first, then
-    newer ones; they are written in the order they were first said."""
-    first_seen: dict[str, int] = {}
-    count: dict[str, int] = {}
-    ordered = [*carried_terms]
-    for cand in candidates:
-        body = _ROLE_PREFIX.sub("", cand.text[2:], count=1)
-        found = salient.terms(body)
-        ordered.extend(sorted(found.names | found.dates) + sorted(found.numbers))
-    for position, term in enumerate(ordered):
-        if "," in term or salient.survives(term, kept_text):
+def _line_terms(candidates: list[_Candidate]) -> dict[int, frozenset[str]]:
+    """Each candidate's salient terms (memoryapp.salient: names, numbers, dates) by its
+    order; a sentence-opening word counts as a name when another candidate writes it
+    capitalised inside a sentence."""
+    bodies = {c.order: _ROLE_PREFIX.sub("", c.text[2:], count=1) for c in candidates}
+    known = salient.name_words(list(bodies.values()))
+    return {order: salient.terms(body, known=known).all() for order, body in bodies.items()}
+
+
+def _cover(
+    candidates: list[_Candidate], costs: dict[int, int], take: Callable[[_Candidate], bool]
+) -> None:
+    """Greedy coverage: offer ``candidates`` to ``take`` by the number of salient terms
+    they state that no taken line states yet, per token (``costs``), best first (newer
+    first on ties), until no candidate adds a term. Lazy: a line's value only drops as
+    terms get covered, so a popped line still worth the most of the heap is the best."""
+    found = _line_terms(candidates)
+    by_order = {c.order: c for c in candidates}
+    covered: set[str] = set()
+    heap = [(-len(found[c.order]) / costs[c.order], -c.order) for c in candidates if found[c.order]]
+    heapq.heapify(heap)
+    while heap:
+        stale, neg_order = heapq.heappop(heap)
+        cand = by_order[-neg_order]
+        new = found[cand.order] - covered
+        if not new:
             continue
-        first_seen.setdefault(term, position)
-        count[term] = count.get(term, 0) + 1
-    room = budget - count_tokens(INDEX_PREFIX)
-    chosen: list[str] = []
-    for term in sorted(first_seen, key=lambda t: (-count[t], -first_seen[t])):
-        cost = count_tokens(term) + 1  # and its ", "
-        if cost <= room:
-            chosen.append(term)
-            room -= cost
-    if not chosen:
-        return "", 0
-    line = INDEX_PREFIX + ", ".join(sorted(chosen, key=first_seen.__getitem__))
-    return line, budget - room
+        value = len(new) / costs[cand.order]
+        if value < -stale and heap and (-value, neg_order) > heap[0]:
+            heapq.heappush(heap, (-value, neg_order))
+            continue
+        if take(cand):
+            covered |= found[cand.order]
 
 
 def _cut_to(text: str, max_tokens: int) -> str:
@@ -463,22 +458,27 @@ def extractive_summary(
     MAX_ANSWER_WORDS words, not a question): the answer is the fact, so it is never kept
     without its question, and it scores ANSWER_SCORE more.
 
-    Sentences score for each distinct number and name (NUMBER_SCORE, NAME_SCORE), a date,
-    a decision or preference (a short yes/no reply included), and a question; a fragment
-    such as "Alice." or "Tuesday" answering a question scores like the fact it carries.
-    Chatter (score below MIN_SCORE) and repeated lines are dropped. Lines are taken best
-    first (newer first on ties) while they fit, a name or number already taken no longer
-    counting (so the summary holds more distinct facts), and FRESH_SHARE of the budget
-    stays open to this run's lines. When none of this run's lines would be kept (all
-    chatter, or none fits), its most recent lines that fit are kept instead, so a summary
-    never loses every trace of what it folded. A budget too small for the header drops
-    the header; one too small for any whole line keeps the best line cut to fit.
+    Lines are chosen in two passes. First by greedy coverage: the line stating the most
+    salient terms (memoryapp.salient names, numbers, dates) that no chosen line states
+    yet, per token, is taken while it fits (newer first on ties), carried and new lines
+    alike, so the terms of earlier runs survive later folds while they earn their room.
+    Then the room left goes by score: sentences score for each distinct number and name
+    (NUMBER_SCORE, NAME_SCORE), a date, a decision or preference (a short yes/no reply
+    included), and a question; a fragment such as "Alice." or "Tuesday" answering a
+    question scores like the fact it carries; a name or number already taken no longer
+    counts. Chatter (score below MIN_SCORE) and repeated lines are dropped, and
+    FRESH_SHARE of the budget stays open to this run's lines. No bare list of terms is
+    written: a term is kept in a sentence that says what it was, or not at all. When
+    none of this run's lines would be kept (all chatter, or none fits), its most recent
+    lines that fit are kept instead, so a summary never loses every trace of what it
+    folded. A budget too small for the header drops the header; one too small for any
+    whole line keeps the best line cut to fit.
     Implements the rolling summary of spec 000 "Compaction" for DESIGN.md section 7.
     """
     replaced = count_tokens(previous_summary or "") + sum(count_tokens(m.content) for m in messages)
     # Always shorter than what it replaced, so a run can never make memory grow.
     max_tokens = max(min(max_tokens, replaced - 1), 0)
-    carried, carried_terms = _carried_lines(previous_summary)
+    carried = _carried_lines(previous_summary)
     candidates = _summary_candidates(carried, _folded_messages(messages, previous_summary))
     kept = [c for c in candidates if c.score >= MIN_SCORE]
     fresh_kept = [c for c in kept if not c.carried]
@@ -489,11 +489,7 @@ def extractive_summary(
     header_cost = count_tokens(SUMMARY_HEADER)
     # The header only when it leaves room for content; the budget is what counts.
     header = [SUMMARY_HEADER] if max_tokens >= 2 * header_cost else []
-    full_budget = max_tokens - (header_cost if header else 0)
-    # The lines leave INDEX_SHARE to the index line (used by lines when nothing needs it);
-    # a share under INDEX_MIN_TOKENS would hold too few terms to be worth a line's room.
-    reserve = int(full_budget * INDEX_SHARE)
-    budget = full_budget - (reserve if reserve >= INDEX_MIN_TOKENS else 0)
+    budget = max_tokens - (header_cost if header else 0)
     # Each line costs its tokens plus one for its newline; count_tokens of the joined text
     # is never more than the sum, so the total stays within max_tokens.
     costs = {c.order: count_tokens(c.text) + 1 for c in candidates}
@@ -514,22 +510,11 @@ def extractive_summary(
             carried_used += cost
         return True
 
-    _choose(kept, take)
+    _cover(kept, costs, take)
+    _choose([c for c in kept if c not in chosen], take)
     used += _fallback_lines(chosen, fresh_pool, candidates, costs, budget - used, bool(header))
     chosen.sort(key=lambda c: c.order)
-    kept_text = "\n".join(c.text for c in chosen)
-    # Room by the text itself: the joined text never counts more than its parts + newlines.
-    room = max_tokens - count_tokens("\n".join([*header, kept_text])) - 1
-    index, charged = _index_line(candidates, carried_terms, kept_text, room)
-    # What the index does not need of its share goes to more lines, then the index is
-    # made again for what they still leave out (it fits in what it was charged before).
-    budget = full_budget - (charged + 1 if index else 0)
-    _choose([c for c in kept if c not in chosen], take)
-    chosen.sort(key=lambda c: c.order)
-    kept_text = "\n".join(c.text for c in chosen)
-    room = max_tokens - count_tokens("\n".join([*header, kept_text])) - 1
-    index, _ = _index_line(candidates, carried_terms, kept_text, room)
-    return "\n".join([*header, *(c.text for c in chosen), *([index] if index else [])])
+    return "\n".join([*header, *(c.text for c in chosen)])
 
 
 _TOOL_LINE = re.compile(r"^/(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s+(?P<args>\{.*\})\s*$", re.M)
