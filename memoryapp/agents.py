@@ -149,13 +149,21 @@ class ToolCallOutcome:
 
 
 def thread_tool_call(
-    *, project: Project, thread_id: str | uuid.UUID, name: str, arguments: dict[str, Any], call_id: str | None = None
+    *,
+    project: Project,
+    thread_id: str | uuid.UUID,
+    name: str,
+    arguments: dict[str, Any],
+    call_id: str | None = None,
+    unique_call_id: bool = False,
 ) -> ToolCallOutcome:
     """Run one memory tool on the thread (POST .../threads/{threadId}/tools; spec 004 "The
     tools"), record the call and its result, then compact if the agent's budget says so.
 
     Raises ThreadNotFound (missing, malformed or another project's thread) and
-    NoMemoryAgent (the thread has no agent with memory). Tool errors are outcomes.
+    NoMemoryAgent (the thread has no agent with memory), and with ``unique_call_id`` (a
+    client's call) DuplicateCallId when the thread already holds a call with ``call_id``.
+    Tool errors are outcomes.
     """
     try:
         pk = thread_id if isinstance(thread_id, uuid.UUID) else uuid.UUID(str(thread_id))
@@ -163,7 +171,9 @@ def thread_tool_call(
         raise ThreadNotFound() from exc
     if not Thread.objects.filter(pk=pk, project=project).exists():
         raise ThreadNotFound()
-    record = notes.tool_run(thread_id=pk, name=name, arguments=arguments, call_id=call_id)
+    record = notes.tool_run(
+        thread_id=pk, name=name, arguments=arguments, call_id=call_id, unique_call_id=unique_call_id
+    )
     # The agent's budget decides (memoryapp.agent_compaction); through compaction's entry,
     # so a lost database mid-run never turns the recorded call into an error.
     after = auto_compact(thread_id=pk, keep_from_sequence=record.result_message.sequence_number)

@@ -93,3 +93,14 @@ class AgentNotFound(MemoryError_):
 
 class NoMemoryAgent(MemoryError_):
     """The thread has no agent with memory, so it has no memory tools: 409."""
+
+
+class DuplicateCallId(MemoryError_):
+    """A tool call's ``callId`` was already used on the thread (POST .../tools): 409.
+
+    Clients pair each call with its result by id, so a thread never holds two calls with
+    one id; a repeat is refused, not replayed (docs/api.md)."""
+
+    def __init__(self, call_id: str) -> None:
+        super().__init__(f"callId {call_id!r} was already used on this thread")
+        self.call_id = call_id

@@ -33,7 +33,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from memoryapp import working
-from memoryapp.errors import NoMemoryAgent, ThreadNotFound
+from memoryapp.errors import DuplicateCallId, NoMemoryAgent, ThreadNotFound
 from memoryapp.llm.port import ToolSpec
 from memoryapp.models import Agent, MemoryNote, MemoryNoteVersion, Message, Thread
 from memoryapp.timefmt import iso_ms
@@ -389,6 +389,7 @@ def tool_run(
     arguments: dict[str, Any],
     call_id: str | None = None,
     turn_metadata: dict[str, Any] | None = None,
+    unique_call_id: bool = False,
 ) -> ToolCallRecord:
     """Run one memory tool on the thread's store and record it in the thread's history.
 
@@ -404,6 +405,9 @@ def tool_run(
     closed note, bad argument, unknown tool) is a normal outcome with ``is_error``.
     Raises ThreadNotFound if the thread is gone, NoMemoryAgent if it has no agent with
     memory. Does not compact; memoryapp.agents.thread_tool_call does that afterwards.
+    With ``unique_call_id`` (a client's call, POST .../tools) a ``call_id`` the thread
+    already recorded raises DuplicateCallId, checked under the lock so two concurrent
+    repeats never both run.
     """
     call_id = call_id or f"call_{uuid.uuid4().hex[:16]}"
     extra = dict(turn_metadata or {})
@@ -424,6 +428,8 @@ def tool_run(
         agent = thread.agent
         if agent is None or not agent.has_memory:
             raise NoMemoryAgent()
+        if unique_call_id and Message.objects.filter(thread=thread, metadata__toolCall__id=call_id).exists():
+            raise DuplicateCallId(call_id)
         outcome = refused or _dispatch(thread, agent, name, arguments)
         call = working.message_append(
             thread=thread,

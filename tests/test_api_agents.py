@@ -175,6 +175,28 @@ def test_it_answers_409_on_a_thread_without_a_memory_agent(api: Api) -> None:
     assert api.get(f"{BASE}/threads/{plain}/messages").json()["total"] == 0
 
 
+def test_it_refuses_a_repeated_call_id_on_a_thread_with_409(api: Api) -> None:
+    thread_id = agent_thread(api)
+    call = {"name": "close_memory", "arguments": {"name": "q", "description": "d", "content": "c"}, "callId": "dup"}
+    first = api.post(f"{BASE}/threads/{thread_id}/tools", call)
+    assert (first.status_code, first.json()["callId"]) == (200, "dup")
+    again = api.post(f"{BASE}/threads/{thread_id}/tools", {**call, "name": "open_memory", "arguments": {"name": "q"}})
+    assert again.status_code == 409
+    assert again.json() == {
+        "error": "callId already used on this thread",
+        "issues": [{
+            "path": ["callId"], "code": "duplicate",
+            "message": "callId 'dup' was already used on this thread; send a new callId",
+        }],
+    }
+    # The same call again (a retry) is refused too: nothing is run or recorded twice.
+    assert api.post(f"{BASE}/threads/{thread_id}/tools", call).status_code == 409
+    assert api.get(f"{BASE}/threads/{thread_id}/messages").json()["total"] == 2
+    # The id is per thread: another thread may use it.
+    other = api.create_thread(agent="dm")["threadId"]
+    assert api.post(f"{BASE}/threads/{other}/tools", call).status_code == 200
+
+
 def test_it_hides_another_project_thread_from_tools_and_notes(api: Api, outsider_api: Api) -> None:
     thread_id = agent_thread(api)
     assert tool(outsider_api, thread_id, "open_memory", name="x").status_code == 404

@@ -16,6 +16,7 @@ from memoryapp.api.auth import ApiKeyAuth
 from memoryapp.datasets import DatasetNotFound
 from memoryapp.errors import (
     AgentNotFound,
+    DuplicateCallId,
     EpisodeNotFound,
     FactNotFound,
     IdempotencyConflict,
@@ -88,6 +89,15 @@ def _no_memory_agent(request: HttpRequest, exc: NoMemoryAgent) -> HttpResponse:
         409,
         "Thread has no memory-enabled agent",
         detail="Create the thread with an agent whose memory option is set (PUT /v1/memory/agents/{name}).",
+    )
+
+
+@api.exception_handler(DuplicateCallId)
+def _duplicate_call_id(request: HttpRequest, exc: DuplicateCallId) -> HttpResponse:
+    message = f"callId {exc.call_id!r} was already used on this thread; send a new callId"
+    return error_response(
+        api, request, 409, "callId already used on this thread",
+        [{"path": ["callId"], "message": message, "code": "duplicate"}],
     )
 
 

@@ -173,6 +173,7 @@ def run_tool(request: HttpRequest, thread_id: str, payload: ToolCallIn) -> dict[
         name=payload.name,
         arguments=payload.arguments,
         call_id=payload.callId,
+        unique_call_id=True,
     )
     return outcome.record.to_dict()
 
