@@ -296,6 +296,26 @@ def test_it_refuses_a_bad_patch(api: Api, body: dict[str, Any], path: list[str])
     assert Thread.objects.get(pk=tid).dataset == "user_1"
 
 
+@pytest.mark.parametrize("agent", ["dm", None, ""])
+def test_it_refuses_to_change_a_thread_agent_naming_agent(api: Api, agent: str | None) -> None:
+    tid = api.create_thread(dataset="user_1")["threadId"]
+
+    resp = api.patch(f"{BASE}/threads/{tid}", {"agent": agent, "dataset": "user_2"})
+
+    assert resp.status_code == 400
+    assert resp.json() == {
+        "error": "Validation error",
+        "issues": [{
+            "path": ["agent"], "code": "immutable",
+            "message": "agent cannot be changed; create a new thread with that agent",
+        }],
+    }
+    thread = Thread.objects.get(pk=tid)
+    assert (thread.dataset, thread.agent_id) == ("user_1", None)
+    # Other unknown fields are still dropped.
+    assert api.patch(f"{BASE}/threads/{tid}", {"tokenCount": 3}).status_code == 200
+
+
 def test_it_deletes_a_thread_and_its_messages(api: Api, thread_id: str) -> None:
     append_ok(api, thread_id)
 

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from ninja import Schema
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
 from memoryapp.validation import (
@@ -42,6 +43,12 @@ def _no_null_defaults(schema: dict[str, Any]) -> None:
     # The None defaults of ThreadPatchIn only mean "left out"; null itself is refused.
     for name in ("dataset", "tags", "metadata"):
         schema["properties"][name].pop("default", None)
+
+
+def _immutable(value: Any) -> Any:
+    # PATCH: a thread's agent is fixed at creation (its history, checkpoint and notes are
+    # the agent's); sending it at all is refused rather than dropped like an unknown field.
+    raise PydanticCustomError("immutable", "agent cannot be changed; create a new thread with that agent")
 
 
 # Typed Any so that a non-optional field can default to it; never validated (see below).
@@ -100,7 +107,8 @@ class ThreadIn(_In):
 
 
 class ThreadPatchIn(_In):
-    """PATCH /v1/memory/working/threads/{threadId}: any subset of the create fields.
+    """PATCH /v1/memory/working/threads/{threadId}: any subset of the create fields but
+    ``agent``, which is fixed at creation (sent at all, even null: 400 code ``immutable``).
 
     dataset, tags and metadata may be left out but not set to null (code ``null``);
     a null autoCompactThreshold turns automatic compaction off. The defaults below are
@@ -113,6 +121,8 @@ class ThreadPatchIn(_In):
     tags: PatchTagList = _LEFT_OUT
     metadata: PatchJsonObject = _LEFT_OUT
     autoCompactThreshold: Threshold | None = None
+    # Known but not changeable: 400 naming it (left out of the OpenAPI schema).
+    agent: SkipJsonSchema[Annotated[Any, BeforeValidator(_immutable)]] = _LEFT_OUT
 
 
 class CompactionStateOut(_Out):
