@@ -85,14 +85,22 @@ def storable_problem(value: str) -> Problem | None:
     return None
 
 
+#: Unicode categories with no base character of their own: combining marks (Mn, Me),
+#: format characters (Cf: zero-width space, joiners, BOM, direction marks and isolates),
+#: controls (Cc) and separators (Zs, Zl, Zp).
+_NO_BASE_CATEGORIES = frozenset({"Mn", "Me", "Cf", "Cc", "Zs", "Zl", "Zp"})
+
+
 def is_invisible(ch: str) -> bool:
-    """True for whitespace and invisible format characters (zero-width space, joiners,
-    BOM, direction marks and isolates: Unicode category Cf)."""
-    return ch.isspace() or unicodedata.category(ch) == "Cf"
+    """True for a character that shows nothing by itself: whitespace, or one of the
+    Unicode categories Mn, Me, Cf, Cc, Zs, Zl, Zp (``"\u0301"``, a lone combining accent,
+    is one; ``"a\u0301"`` is visible through its ``a``)."""
+    return ch.isspace() or unicodedata.category(ch) in _NO_BASE_CATEGORIES
 
 
 def is_blank(value: str) -> bool:
-    """True when ``value`` has nothing visible (every character is_invisible)."""
+    """True when ``value`` has nothing visible (every character is_invisible): no base
+    character, only marks, format, control and space characters."""
     return all(is_invisible(ch) for ch in value)
 
 
@@ -222,7 +230,8 @@ def _invisible_class() -> str:
     first published)."""
     ranges: list[list[int]] = []
     for code in range(0x110000):
-        if 0xD800 <= code <= 0xDFFF or not is_invisible(chr(code)):
+        # NUL and surrogates are in _STORABLE already (and a literal NUL reads badly).
+        if code == 0 or 0xD800 <= code <= 0xDFFF or not is_invisible(chr(code)):
             continue
         if ranges and ranges[-1][1] == code - 1:
             ranges[-1][1] = code

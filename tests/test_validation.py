@@ -23,7 +23,10 @@ from tests.conftest import BASE, Api
         (" \t\n", "blank"),
         ("\u200b\u200d\ufeff", "blank"),
         ("\u2066\u2069", "blank"),
+        ("\u0301\u0301", "blank"),
+        ("\u20dd \u0301\x01\u3000", "blank"),
         ("\u200bx", None),
+        ("e\u0301", None),
     ],
 )
 def test_it_finds_the_problem_of_a_text(value: str, problem: str | None) -> None:
@@ -87,7 +90,7 @@ def test_it_gives_forms_the_same_rules() -> None:
 # --- the published schema agrees with the validators (issue 7 finding 9) -----------------
 
 INT32 = validation.INT32_MAX
-TEXTS = ["", " ", "\u200b", "\u2066\u2069", "a\x00b", "\x00", "ok", "\u200bok", 42, None]
+TEXTS = ["", " ", "\u200b", "\u2066\u2069", "\u0301\u0301", "\u20dd\x01", "e\u0301", "a\x00b", "\x00", "ok", "\u200bok", 42, None]
 INTEGERS: list[Any] = [-1, 0, 1, 2, 2.0, 30.5, 64.0, 100, 100.0, 101, 100_000, 100_001, INT32, INT32 + 1]
 INTEGERS += [324.0, "30", True, None]
 JSON_OBJECTS = [{}, {"k": "v"}, {"k": "v\x00"}, {"k\x00": 1}, {"k": [1, "x", None, {"n": 2.5}]}]
