@@ -227,6 +227,20 @@ def test_it_filters_threads_by_dataset_and_tag(api: Api) -> None:
     assert listed(dataset="nobody") == set()
 
 
+@pytest.mark.parametrize("name", ["dataset", "tag"])
+@pytest.mark.parametrize("value", ["", "  ", "\u200b"])
+def test_it_refuses_a_blank_thread_filter_naming_it(api: Api, name: str, value: str) -> None:
+    api.create_thread(dataset="user_1", tags=["cars"])
+
+    resp = api.get(f"{BASE}/threads", None, **{name: value})
+
+    assert resp.status_code == 400
+    issue = {"path": [name], "message": "must not be blank", "code": "blank"}
+    if value == "":
+        issue = {"path": [name], "message": "String should have at least 1 character", "code": "string_too_short"}
+    assert resp.json() == {"error": "Validation error", "issues": [issue]}
+
+
 @pytest.mark.parametrize(
     ("params", "path"),
     [

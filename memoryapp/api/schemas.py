@@ -24,8 +24,8 @@ from memoryapp.validation import (
     NonNegInt,
     PastTime,
     ShortText,
+    Tag,
     TagList,
-    Text,
     Threshold,
 )
 
@@ -280,10 +280,14 @@ class MessageListOut(_Out):
 
 
 class ThreadListQuery(Schema):
-    """GET /working/threads query: filters and the opaque ``nextCursor`` of the last page."""
+    """GET /working/threads query: filters and the opaque ``nextCursor`` of the last page.
 
-    dataset: Text | None = None
-    tag: Text | None = None
+    ``dataset`` and ``tag`` follow the rules of the names they filter on (a blank or
+    empty value, which no thread can have, is 400 naming the parameter, as for the
+    episode and fact lists)."""
+
+    dataset: Dataset | None = None
+    tag: Tag | None = None
     limit: Annotated[int, Field(ge=1, le=PAGE_LIMIT_MAX)] = 20
     cursor: Cursor | None = None
 
