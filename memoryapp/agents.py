@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from memoryapp import notes
+from memoryapp import notes, working
 from memoryapp.compaction import auto_compact
 from memoryapp.errors import AgentNotFound, InvalidInput, ThreadNotFound
 from memoryapp.llm.port import ToolSpec
@@ -165,10 +165,7 @@ def thread_tool_call(
     client's call) DuplicateCallId when the thread already holds a call with ``call_id``.
     Tool errors are outcomes.
     """
-    try:
-        pk = thread_id if isinstance(thread_id, uuid.UUID) else uuid.UUID(str(thread_id))
-    except ValueError as exc:
-        raise ThreadNotFound() from exc
+    pk = working.thread_pk(thread_id)
     if not Thread.objects.filter(pk=pk, project=project).exists():
         raise ThreadNotFound()
     record = notes.tool_run(

@@ -18,6 +18,7 @@ import json
 import math
 import re
 import unicodedata
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
@@ -55,6 +56,9 @@ SYSTEM_PROMPT_MAX_LENGTH = 20_000
 # and id (memoryapp.working). Sixteen digits reach the year 2286, so every cursor that
 # matches decodes.
 CURSOR_PATTERN = r"^[0-9]{1,16}-[0-9a-f]{32}$"
+# An id (thread, episode, ...) as the API writes it: the canonical 8-4-4-4-12 hex form, any
+# case. Python's and pydantic's UUID parsers also take braces, "urn:uuid:" and no hyphens.
+UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 
 # A client-given time (an imported message's createdAt) may be this far past the server's
 # clock (clocks drift), never further: a message cannot have been written in the future.
@@ -66,6 +70,25 @@ EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 Problem = tuple[str, str]
 
 # --- the rules ----------------------------------------------------------------------------
+
+
+def canonical_uuid(value: str | uuid.UUID) -> uuid.UUID:
+    """``value`` as a UUID when it is one or is written in the canonical form
+    (UUID_PATTERN: ``xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx``, any case); ValueError for
+    anything else (braces, ``urn:uuid:``, no hyphens, not a UUID)."""
+    if isinstance(value, uuid.UUID):
+        return value
+    if not isinstance(value, str) or not re.fullmatch(UUID_PATTERN, value):
+        raise ValueError("not a UUID in its canonical form")
+    return uuid.UUID(value)
+
+
+def _uuid_text(value: Any) -> Any:
+    if isinstance(value, str) and not re.fullmatch(UUID_PATTERN, value):
+        raise PydanticCustomError(
+            "uuid_parsing", "must be a UUID in its canonical form (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)"
+        )
+    return value
 
 
 def storable_problem(value: str) -> Problem | None:
@@ -370,6 +393,8 @@ def _time_text(value: Any) -> Any:
     return value
 
 
+#: A UUID field of a body or query: only the canonical text form (``format: uuid``).
+CanonicalUuid = Annotated[uuid.UUID, BeforeValidator(_uuid_text)]
 PastTime = Annotated[
     AwareDatetime,
     BeforeValidator(_time_text),

@@ -36,7 +36,7 @@ from memoryapp.results import (
     WindowSummary,
 )
 from memoryapp.timefmt import iso_ms
-from memoryapp.validation import CURSOR_PATTERN
+from memoryapp.validation import CURSOR_PATTERN, canonical_uuid
 
 logger = logging.getLogger(__name__)
 
@@ -91,11 +91,10 @@ def thread_create(
 
 
 def thread_pk(thread_id: str | uuid.UUID) -> uuid.UUID:
-    """The thread id as a UUID; ThreadNotFound (not a 400) when it is malformed."""
-    if isinstance(thread_id, uuid.UUID):
-        return thread_id
+    """The thread id as a UUID; ThreadNotFound (not a 400) when it is malformed or not
+    in the canonical text form (validation.canonical_uuid: no braces, ``urn:uuid:``)."""
     try:
-        return uuid.UUID(str(thread_id))
+        return canonical_uuid(thread_id)
     except ValueError as exc:
         raise ThreadNotFound() from exc
 

@@ -359,6 +359,19 @@ def test_it_answers_404_for_a_thread_that_does_not_exist(api: Api, bad_id: str) 
     assert resp.json() == {"error": "Thread not found"}
 
 
+@pytest.mark.parametrize("form", ["{%s}", "urn:uuid:%s", "%s-hex"])
+def test_it_answers_404_for_a_thread_id_not_in_the_canonical_form(api: Api, thread_id: str, form: str) -> None:
+    written = form % thread_id if form != "%s-hex" else uuid.UUID(thread_id).hex
+
+    for resp in (
+        api.get(f"{BASE}/threads/{written}"),
+        api.patch(f"{BASE}/threads/{written}", {"tags": ["x"]}),
+        api.post(f"{BASE}/threads/{written}/tools", {"name": "open_memory", "arguments": {"name": "x"}}),
+    ):
+        assert (resp.status_code, resp.json()) == (404, {"error": "Thread not found"})
+    assert api.get(f"{BASE}/threads/{thread_id.upper()}").status_code == 200
+
+
 def test_it_answers_405_for_a_wrong_method(api: Api, thread_id: str) -> None:
     headers = {"Authorization": f"Bearer {api.key}"}
 

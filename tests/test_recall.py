@@ -342,6 +342,19 @@ def test_it_refuses_bad_recall_input(api: Api, body: dict[str, Any], path: list[
     assert [i["path"] for i in data["issues"]] == [path]
 
 
+@pytest.mark.parametrize("written", ["{%s}", "urn:uuid:%s"])
+def test_it_refuses_a_thread_id_not_in_the_canonical_form(api: Api, written: str) -> None:
+    thread_id = str(api.create_thread(dataset="user_42")["threadId"])
+    message = "must be a UUID in its canonical form (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)"
+    issue = {"path": ["threadId"], "message": message, "code": "uuid_parsing"}
+
+    resp = api.post(URL, {"dataset": "user_42", "query": "x", "threadId": written % thread_id})
+    episodes = api.get("/v1/memory/episodic/episodes", threadId=written % thread_id)
+
+    assert (resp.status_code, resp.json()) == (400, {"error": "Validation error", "issues": [issue]})
+    assert (episodes.status_code, episodes.json()) == (400, {"error": "Validation error", "issues": [issue]})
+
+
 def test_it_refuses_a_recall_body_that_is_not_json(api: Api) -> None:
     resp = api.post(URL, raw="{not json")
     assert resp.status_code == 400

@@ -6,7 +6,6 @@ routes that use them.
 
 from __future__ import annotations
 
-import uuid
 from typing import Annotated, Any
 
 from django.http import HttpRequest
@@ -16,7 +15,13 @@ from pydantic import Field
 from memoryapp import episodic, serializers
 from memoryapp.api.auth import request_project
 from memoryapp.api.schemas import ERRORS, _Out
-from memoryapp.validation import Dataset, pydantic_rule, storable_pattern, storable_problem
+from memoryapp.validation import (
+    CanonicalUuid,
+    Dataset,
+    pydantic_rule,
+    storable_pattern,
+    storable_problem,
+)
 
 router = Router(tags=["episodic memory"])
 end_router = Router(tags=["working memory"])
@@ -62,7 +67,7 @@ class EpisodeListQuery(Schema):
     """GET /episodic/episodes query: filters and the opaque ``nextCursor`` of the last page."""
 
     dataset: Dataset | None = None
-    threadId: uuid.UUID | None = None
+    threadId: CanonicalUuid | None = None
     limit: Annotated[int, Field(ge=1, le=100)] = 20
     cursor: Cursor | None = None
 

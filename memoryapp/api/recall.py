@@ -6,7 +6,6 @@ with the route that uses them.
 
 from __future__ import annotations
 
-import uuid
 from typing import Annotated, Any, Literal
 
 from django.http import HttpRequest
@@ -17,7 +16,7 @@ from memoryapp import recall as recall_domain
 from memoryapp import working
 from memoryapp.api.auth import request_project
 from memoryapp.api.schemas import ErrorOut
-from memoryapp.validation import INTEGRAL, Dataset, Query
+from memoryapp.validation import INTEGRAL, CanonicalUuid, Dataset, Query
 
 router = Router(tags=["recall"])
 
@@ -51,7 +50,7 @@ class RecallIn(Schema):
         "raw",
     ]
     limit: Annotated[int, Field(strict=True, ge=1, le=recall_domain.LIMIT_MAX), INTEGRAL] = 10
-    threadId: uuid.UUID | None = None
+    threadId: CanonicalUuid | None = None
     messageRange: MessageRangeIn | None = None
     includeInvalidated: Annotated[bool, Field(strict=True)] = False
 
