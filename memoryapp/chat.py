@@ -31,6 +31,7 @@ from django.db import DatabaseError, transaction
 from memoryapp import agent_turn, compaction, events, llm, usage, working, xray
 from memoryapp.errors import ModelCallFailed, NoMemoryAgent, ThreadNotFound
 from memoryapp.llm import Prices
+from memoryapp.llm.input_tokens import input_tokens
 from memoryapp.llm.port import ChatMessage, ModelError, ReplyChunk, ToolCall, ToolSpec, Usage
 from memoryapp.models import Agent, Message, Thread, Turn, UsageLine
 from memoryapp.recall import recall
@@ -93,6 +94,7 @@ class TurnRecord:
     agent: Agent | None = None
     tools: list[ToolSpec] = field(default_factory=list)
     usage_estimated: bool = False
+    rounds: int = 0
     model_name: str = ""
     reply_outcome: AppendOutcome | None = None
     lines: list[UsageLine] = field(default_factory=list)
@@ -242,7 +244,8 @@ def _recall_view(result: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def step_build_input(record: TurnRecord) -> None:
     """The system instruction, the messages for the model, and the context view with
-    the tokens each layer of the context holds."""
+    the tokens each layer of the exact input holds (memoryapp.xray.input_record's
+    layers; ``total`` is the X-ray's ``totalTokens``)."""
     window = record.window
     assert window is not None, "the prepare step runs first"
     recall_context = record.recalled["context"] if record.recalled else ""
@@ -258,13 +261,28 @@ def step_build_input(record: TurnRecord) -> None:
     # A transient send leaves no trace in the agent's history, so it never gets the
     # memory tools (spec 004 "The tools").
     record.tools = [] if record.transient else agent_turn.tools_for(record.agent)
+    exact = xray.input_record(
+        window=window,
+        recalled=record.recalled,
+        agent_prompt=record.agent.system_prompt if record.agent else "",
+        system_prompt=record.system_prompt,
+        instruction=record.instruction,
+        tools=record.tools,
+        context_window=llm.provider().context_window(),
+        agent=record.agent is not None,
+    )
+    # The layers of the exact input (one count, memoryapp.llm.input_tokens): they sum
+    # to the X-ray's total and to what the offline adapter reports.
+    by_layer = exact["layers"]
     layers = {
-        "systemPrompt": count_tokens(record.system_prompt),
-        "recallContext": count_tokens(recall_context),
-        "summary": count_tokens(window.summary.content) if window.summary else 0,
-        "tail": sum(count_tokens(m.content) for m in window.tail),
+        "recallContext": by_layer["recall"],
+        "agentPrompt": by_layer["agentPrompt"],
+        "systemPrompt": by_layer["systemPrompt"],
+        "summary": by_layer["summary"],
+        "tail": by_layer["messages"],
+        "tools": by_layer["tools"],
+        "total": exact["totalTokens"],
     }
-    layers["total"] = sum(layers.values())
     record.context = {
         "adapter": record.adapter,
         "model": "",
@@ -274,16 +292,7 @@ def step_build_input(record: TurnRecord) -> None:
         "recallSummary": _recall_summary(record.recalled),
         "layers": layers,
         "timings": record.timings,
-        "input": xray.input_record(
-            window=window,
-            recalled=record.recalled,
-            agent_prompt=record.agent.system_prompt if record.agent else "",
-            system_prompt=record.system_prompt,
-            instruction=record.instruction,
-            tools=record.tools,
-            context_window=llm.provider().context_window(),
-            agent=record.agent is not None,
-        ),
+        "input": exact,
     }
 
 
@@ -333,6 +342,7 @@ def _stream_round(record: TurnRecord, start: float, tools: list[ToolSpec]) -> li
     stream = llm.get_model().reply(
         system_instruction=record.instruction, messages=record.model_input, tools=tools or None
     )
+    record.rounds += 1
     with batch:
         for chunk in stream:
             record.model_name = chunk.model or record.model_name
@@ -435,8 +445,9 @@ def step_store_reply(record: TurnRecord) -> None:
     if record.model_usage is None:
         record.usage_estimated = True
         record.model_usage = Usage(
-            input_tokens=count_tokens(record.instruction)
-            + sum(count_tokens(m.content) for m in record.model_input),
+            input_tokens=input_tokens(
+                system_instruction=record.instruction, messages=record.model_input, tools=record.tools
+            ),
             output_tokens=count_tokens(record.reply_text),
         )
     spent = record.model_usage
@@ -456,13 +467,35 @@ def step_store_reply(record: TurnRecord) -> None:
     _compaction_lines(record, record.reply_outcome)
 
 
+_SOURCE_NOTES = {
+    "estimated": " (estimated with memoryapp.tokens)",
+    "model": " (tokens reported by the model)",
+    "counted": "",
+}
+
+
+def _usage_source(record: TurnRecord) -> str:
+    """Where the turn's token usage comes from: ``"estimated"`` (the provider gave none;
+    counted with memoryapp.llm.input_tokens), ``"model"`` (the model's usage metadata, its
+    own tokenizer: a different measure from the X-ray's count) or ``"counted"`` (the
+    adapter counts with memoryapp.llm.input_tokens, as the X-ray does)."""
+    if record.usage_estimated:
+        return "estimated"
+    provider = llm.PROVIDERS.get(record.adapter)
+    return "model" if provider is not None and provider.own_token_counts else "counted"
+
+
 def step_record_cost(record: TurnRecord) -> None:
     """Save the turn's UsageLines (model input and output, compaction runs, recall's
     synthesis) and its context view."""
     spent = record.model_usage
     assert spent is not None and record.reply_outcome is not None
-    estimated = " (estimated with memoryapp.tokens)" if record.usage_estimated else ""
-    detail = (record.model_name or record.adapter) + estimated
+    source = _usage_source(record)
+    detail = (record.model_name or record.adapter) + _SOURCE_NOTES[source]
+    record.context["usage"] = {
+        "inputTokens": spent.input_tokens, "outputTokens": spent.output_tokens,
+        "source": source, "modelCalls": record.rounds,
+    }
     lines = usage.model_lines(
         record.prices, tokens_in=spent.input_tokens, tokens_out=spent.output_tokens, detail=detail
     )

@@ -27,17 +27,16 @@ A message's ``source`` is ``{"kind": "summary", "messageId", "fromSequence",
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from memoryapp.agent_turn import chat_message
 from memoryapp.llm import PROVIDERS
+from memoryapp.llm.input_tokens import input_tokens, message_tokens, system_part_tokens, tool_tokens
 from memoryapp.llm.port import ChatMessage, ModelError, ToolSpec
 from memoryapp.llm.registry import GuardedModel
 from memoryapp.results import ContextMessage, ContextWindow
-from memoryapp.tokens import count_tokens
 
 
 def _recall_items(recalled: dict[str, Any]) -> list[dict[str, Any]]:
@@ -72,8 +71,10 @@ def _system_parts(
         parts.append({"source": "agentPrompt", "text": agent_prompt.strip(), "items": []})
     if system_prompt.strip():
         parts.append({"source": "systemPrompt", "text": system_prompt.strip(), "items": []})
-    for part in parts:
-        part["tokens"] = count_tokens(part["text"])
+    # What each part adds to the joined instruction (memoryapp.chat.system_instruction
+    # joins them with a blank line), so the parts sum to the instruction's count.
+    for part, tokens in zip(parts, system_part_tokens([p["text"] for p in parts]), strict=True):
+        part["tokens"] = tokens
     return parts
 
 
@@ -81,12 +82,11 @@ def _message_entry(message: ContextMessage, source: dict[str, Any]) -> dict[str,
     entry: dict[str, Any] = {
         "role": message.role,
         "content": message.content,
-        "tokens": count_tokens(message.content),
+        "tokens": message_tokens(chat_message(message)),
         "source": source,
     }
     if message.tool_call is not None:
         entry["toolCall"] = message.tool_call
-        entry["tokens"] += count_tokens(json.dumps(message.tool_call, ensure_ascii=False))
     if message.tool_result is not None:
         entry["toolResult"] = message.tool_result
     return entry
@@ -121,13 +121,13 @@ def input_record(
     """The stored model input of a turn (the module docstring's shape). ``instruction``
     is the exact system instruction the model gets (memoryapp.chat.system_instruction of
     the same parts), ``window`` the prepared context, ``context_window`` the adapter's
-    input limit in tokens. Tokens are memoryapp.tokens counts."""
+    input limit in tokens. Tokens are memoryapp.llm.input_tokens counts: ``totalTokens``
+    is the count of the whole call and the layers sum to it."""
     parts = _system_parts(recalled=recalled, agent_prompt=agent_prompt, system_prompt=system_prompt)
     messages = _messages(window, agent=agent)
     tool_views: list[dict[str, Any]] = [
         {"name": t.name, "description": t.description, "parameters": t.parameters,
-         "tokens": count_tokens(json.dumps({"name": t.name, "description": t.description,
-                                            "parameters": t.parameters}, ensure_ascii=False))}
+         "tokens": tool_tokens(t)}
         for t in tools
     ]
     by_source = {p["source"]: p["tokens"] for p in parts}
@@ -142,7 +142,13 @@ def input_record(
     return {
         "systemInstruction": instruction,
         "contextWindow": context_window,
-        "totalTokens": count_tokens(instruction) + layers["summary"] + layers["messages"] + layers["tools"],
+        # The one count of the call (memoryapp.llm.input_tokens), as the offline adapter
+        # reports it; the layers above sum to it.
+        "totalTokens": input_tokens(
+            system_instruction=instruction,
+            messages=[chat_message(m) for m in window.messages],
+            tools=tools,
+        ),
         "layers": layers,
         "systemParts": parts,
         "messages": messages,

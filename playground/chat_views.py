@@ -64,11 +64,15 @@ TIMING_STEPS = [
     ("storeMs", "Store reply and turn"),
     ("totalMs", "Total"),
 ]
+# The layers of the exact model input, in the order the model gets them; they sum to
+# the total (the X-ray's "Model input (exact)").
 LAYERS = [
-    ("systemPrompt", "System prompt"),
     ("recallContext", "Recall context (long-term memory)"),
+    ("agentPrompt", "Agent's system prompt"),
+    ("systemPrompt", "Your system prompt"),
     ("summary", "Compaction summary"),
     ("tail", "Recent messages (tail)"),
+    ("tools", "Tool declarations"),
     ("total", "Total"),
 ]
 

@@ -3,14 +3,18 @@ tool loop; spec 004; issue 9 item 6), against the fake Gemini server and offline
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import Any
 
 import pytest
 from django.test import Client
+from django.urls import reverse
 
-from memoryapp import agents, notes, working
-from memoryapp.models import MemoryNote, Message, Project, Thread, Turn
+from memoryapp import agents, notes, working, xray
+from memoryapp.llm.offline import OfflineModel
+from memoryapp.models import MemoryNote, Message, Project, Thread, Turn, UsageLine
+from memoryapp.tokens import count_tokens
 from tests.conftest import World
 from tests.fakes.fixtures import fake_gemini_fixture  # noqa: F401
 from tests.fakes.gemini_server import (
@@ -139,3 +143,72 @@ def test_it_remembers_and_recalls_offline_on_plain_cues(client: Client, thread: 
                if m.metadata]
     assert results == [True, False, False, False]
     assert MemoryNote.objects.get(thread=thread, name="notes").is_open is False
+
+
+def test_the_xray_layers_cost_line_and_message_count_the_same_input_offline(
+    client: Client, project: Project
+) -> None:
+    """Issue 10 "Counts agree everywhere": on an agent turn with memory tools offered, the
+    X-ray total, the sum of its layers, the "Tokens per layer" total, the message's input
+    tokens and the cost line's input quantity are one figure: the offline adapter counts
+    the exact input (tool declarations, tool calls and results included)."""
+    agent, _ = agents.agent_define(project=project, name="dm", system_prompt="You are the dungeon master.",
+                                   memory={})
+    thread = working.thread_create(project=project, dataset="user_42", agent=agent)
+    for content in ("remember that my sister is called Mara", "what do you know about Mara", "Thanks, carry on."):
+        resp = post_chat(client, thread, {"content": content})
+        assert resp.status_code == 201, resp.content
+    turn = Turn.objects.get(pk=resp.json()["turnId"])
+    stored, layers = turn.context["input"], turn.context["layers"]
+    reply = turn.assistant_message
+    assert reply is not None
+    assert [t["name"] for t in stored["tools"]] == ["open_memory", "close_memory", "delete_memory"]
+    assert turn.context["usage"] == {"inputTokens": stored["totalTokens"], "outputTokens":
+                                     reply.tokens_output, "source": "counted", "modelCalls": 1}
+    # The tool declarations and the tool traffic of the earlier turns are in the count.
+    assert stored["layers"]["tools"] == sum(
+        count_tokens(json.dumps({"name": t["name"], "description": t["description"],
+                                 "parameters": t["parameters"]}, ensure_ascii=False))
+        for t in stored["tools"]
+    ) > 0
+    tool_results = [m for m in stored["messages"] if "toolResult" in m]
+    assert tool_results and all(m["tokens"] == count_tokens(m["content"]) > 0 for m in tool_results)
+    calls = [m for m in stored["messages"] if "toolCall" in m]
+    assert calls and all(m["tokens"] == count_tokens(json.dumps(
+        {"name": m["toolCall"]["name"], "arguments": m["toolCall"]["arguments"]}, ensure_ascii=False)) for m in calls)
+    # The system instruction's parts add up to its count; the layers to the total.
+    assert sum(p["tokens"] for p in stored["systemParts"]) == count_tokens(stored["systemInstruction"])
+    assert sum(stored["layers"].values()) == stored["totalTokens"]
+    assert stored["layers"]["agentPrompt"] > 0
+    assert layers == {
+        "recallContext": stored["layers"]["recall"], "agentPrompt": stored["layers"]["agentPrompt"],
+        "systemPrompt": stored["layers"]["systemPrompt"], "summary": stored["layers"]["summary"],
+        "tail": stored["layers"]["messages"], "tools": stored["layers"]["tools"], "total": stored["totalTokens"],
+    }
+    # What the offline adapter reports for this very input, the message's "in", the cost line.
+    instruction, messages, tools = xray.stored_call(stored)
+    done = [c for c in OfflineModel().reply(system_instruction=instruction, messages=messages, tools=tools) if c.done]
+    assert done[0].usage is not None and done[0].usage.input_tokens == stored["totalTokens"]
+    assert reply.tokens_input == stored["totalTokens"]
+    line = turn.usage_lines.get(kind=UsageLine.Kind.MODEL_INPUT)
+    assert (line.quantity, line.detail) == (stored["totalTokens"], "offline-extractive")
+    page = client.get(reverse("playground:turn-context", args=[turn.pk]) + f"?projectId={project.pk}")
+    assert page.context["layers"][-1] == ("Total", stored["totalTokens"])
+    assert sum(tokens for label, tokens in page.context["layers"][:-1]) == stored["totalTokens"]
+    assert "xray-reported-usage" not in page.content.decode()
+
+
+def test_it_labels_gemini_input_tokens_as_reported_by_the_model(
+    client: Client, project: Project, thread: Thread, fake_gemini: FakeGeminiServer
+) -> None:
+    """Gemini's input tokens come from its usage metadata (its own tokenizer): the cost
+    line and the X-ray say so next to the X-ray's own count, which they need not equal."""
+    fake_gemini.responder = scripted([function_call_response("open_memory", {"name": "x"}, input_tokens=100,
+                                                             output_tokens=5), "Done."])
+    turn = Turn.objects.get(pk=post_chat(client, thread, {"content": "Hi."}).json()["turnId"])
+    assert turn.context["usage"] == {"inputTokens": 200, "outputTokens": 15, "source": "model", "modelCalls": 2}
+    line = turn.usage_lines.get(kind=UsageLine.Kind.MODEL_INPUT)
+    assert line.quantity == 200 and line.detail.endswith(" (tokens reported by the model)")
+    html = client.get(reverse("playground:turn-context", args=[turn.pk]) + f"?projectId={project.pk}").content.decode()
+    assert "Input tokens reported by the model: 200 over its 2 calls" in html
+    assert f"Model input (exact): {turn.context['input']['totalTokens']} of" in html

@@ -528,16 +528,18 @@ def test_it_shows_the_turns_context_escaped(
     layers = turn.context["layers"]
     assert layers["systemPrompt"] == 9  # 33 ASCII characters, 6 words: max(ceil(33/4), 6)
     assert layers["total"] == sum(
-        layers[k] for k in ("systemPrompt", "recallContext", "summary", "tail")
-    )
+        layers[k] for k in ("recallContext", "agentPrompt", "systemPrompt", "summary", "tail", "tools")
+    ) == turn.context["input"]["totalTokens"]
     for key in ("appendMs", "prepareMs", "recallMs", "modelMs", "storeMs", "totalMs"):
         assert isinstance(turn.context["timings"][key], int)
     assert page.context["total_cost"] == Decimal(0)
     assert [label for label, _ in page.context["layers"]] == [
-        "System prompt",
         "Recall context (long-term memory)",
+        "Agent's system prompt",
+        "Your system prompt",
         "Compaction summary",
         "Recent messages (tail)",
+        "Tool declarations",
         "Total",
     ]
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from memoryapp import salient
 from memoryapp.llm import extraction_offline, offline_memory, offline_reply
+from memoryapp.llm.input_tokens import input_tokens
 from memoryapp.llm.port import (
     ChatMessage,
     EpisodeExtraction,
@@ -691,8 +692,12 @@ class OfflineModel:
         those ToolCalls (no text); when the last message is a ToolResult, the reply
         reports it. With the memory tools offered it also follows the plain cues of
         memoryapp.llm.offline_memory ("remember that ...", "what do you know about ...").
+        Its usage counts the input with memoryapp.llm.input_tokens (instruction, messages
+        with their tool calls and results, tool declarations).
         """
-        consumed = count_tokens(system_instruction) + sum(count_tokens(m.content) for m in messages)
+        # The whole input, tool declarations and tool traffic included, counted as the
+        # turn X-ray counts it (memoryapp.llm.input_tokens).
+        consumed = input_tokens(system_instruction=system_instruction, messages=messages, tools=tools)
         cued = offline_memory.next_call(messages, tools or ())
         calls = _requested_calls(messages, tools or ()) or ((cued,) if cued else ())
         if calls:

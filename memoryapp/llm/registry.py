@@ -66,13 +66,16 @@ def _settings_prices() -> Prices:
 class Provider:
     """One model provider: ``build`` makes its adapter, ``display_model`` names the chat
     model the UI shows (None when there is none to name), ``prices`` what it charges,
-    ``context_window`` how many input tokens its chat model takes (the X-ray's gauge)."""
+    ``context_window`` how many input tokens its chat model takes (the X-ray's gauge),
+    ``own_token_counts`` True when its usage comes from the model's own tokenizer (its
+    usage metadata) rather than memoryapp.llm.input_tokens."""
 
     name: str
     build: Callable[[], ModelPort]
     display_model: Callable[[], str | None]
     prices: Callable[[], Prices]
     context_window: Callable[[], int]
+    own_token_counts: bool = False
 
 
 PROVIDERS: dict[str, Provider] = {
@@ -89,6 +92,7 @@ PROVIDERS: dict[str, Provider] = {
         display_model=lambda: str(settings.GEMINI_CHAT_MODEL),
         prices=_settings_prices,
         context_window=lambda: int(settings.GEMINI_CONTEXT_WINDOW),
+        own_token_counts=True,
     ),
 }
 
