@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from memoryapp import compaction, episodic, jobs
+from memoryapp.llm import episode_prompt
 from memoryapp.models import Entity, Episode, Fact, Job, Project, Thread
 from tests.conftest import BASE, Api, Clock
 from tests.fakes.fixtures import fake_gemini_fixture  # noqa: F401  (registers fake_gemini)
@@ -200,7 +201,8 @@ def test_it_records_why_a_malformed_gemini_answer_failed_and_succeeds_on_retry(
     assert "not JSON" in job["error"]
     assert (Episode.objects.count(), Fact.objects.count(), Entity.objects.count()) == (0, 0, 0)
     (request,) = fake_gemini.requests
-    assert "responseJsonSchema" in request.generation_config
+    assert request.generation_config["responseMimeType"] == "application/json"
+    assert request.generation_config["responseJsonSchema"] == episode_prompt.EPISODE_SCHEMA
 
     answer = {
         "title": "Car",
@@ -247,3 +249,80 @@ def test_it_ends_threads_silent_for_the_projects_idle_time(
     clock.now += timedelta(hours=1)
     assert episodic.threads_end_idle() == []
     assert str(Episode.objects.get().thread_id) == quiet
+
+
+def _recall(api: Api, **body: Any) -> Any:
+    return api.post(f"{MEMORY}/recall", {"dataset": "user_42", **body})
+
+
+def test_it_tells_the_honda_story_of_issue_8_over_http(
+    api: Api, outsider_api: Api, end: Any, clock: Clock
+) -> None:
+    """Issue 8 "Must show", bullets 1-2, worded as the issue words them, every step over
+    /v1: end() the first thread, recall from a second; then the Prius replaces the Civic
+    and a reworded Prius adds nothing."""
+    first = api.create_thread(dataset="user_42")["threadId"]
+    car, _sister = _say(api, first, "I drive a Honda Civic", "my sister is Mara")
+    end(api, first)
+    second = api.create_thread(dataset="user_42")["threadId"]
+
+    found = _recall(api, query="what car do I drive", threadId=second).json()
+
+    (episode,) = api.get(f"{MEMORY}/episodic/episodes", dataset="user_42").json()["episodes"]
+    (civic,) = [f for f in found["facts"] if f["attribute"] == "car"]
+    assert (civic["text"], civic["value"], civic["sourceMessageIds"]) == (
+        "The user drives a Honda Civic.",
+        "Honda Civic",
+        [car],
+    )
+    assert (civic["episodeId"], civic["threadId"], civic["invalidatedAt"]) == (
+        episode["episodeId"],
+        first,
+        None,
+    )
+    assert [e["episodeId"] for e in found["episodes"]] == [episode["episodeId"]]
+    assert [r["messageId"] for r in found["raw"]] == [car]
+    assert found["hasContext"] is True
+    assert f'<fact id="{civic["factId"]}"' in found["context"]
+    assert f'<message thread="{first}" seq="1"' in found["context"]
+    elsewhere = _recall(api, query="what car do I drive", dataset="user_99").json()
+    assert (elsewhere["facts"], elsewhere["episodes"], elsewhere["raw"]) == ([], [], [])
+    assert (elsewhere["context"], elsewhere["hasContext"]) == ("", False)
+    foreign = _recall(outsider_api, query="what car do I drive", threadId=second)
+    assert (foreign.status_code, foreign.json()["error"]) == (404, "Thread not found")
+    assert outsider_api.delete(f"{MEMORY}/semantic/facts/{civic['factId']}").status_code == 404
+    assert Fact.objects.filter(pk=civic["factId"]).exists()
+    assert outsider_api.get(f"{MEMORY}/episodic/episodes/{episode['episodeId']}").status_code == 404
+
+    clock.set("2026-08-20T10:00:00.000Z")
+    (sold,) = _say(api, second, "I sold the Civic, I drive a Prius now")
+    end(api, second)
+
+    now = _recall(api, query="what car do I drive", include=["facts"]).json()["facts"]
+    audit = _recall(
+        api, query="what car do I drive", include=["facts"], includeInvalidated=True
+    ).json()["facts"]
+    assert [(f["value"], f["sourceMessageIds"]) for f in now if f["attribute"] == "car"] == [
+        ("Prius", [sold])
+    ]
+    (prius,) = [f for f in now if f["attribute"] == "car"]
+    assert sorted(
+        (f["value"], f["invalidatedBy"], f["invalidatedAt"])
+        for f in audit
+        if f["attribute"] == "car"
+    ) == [("Honda Civic", prius["factId"], "2026-08-20T10:00:00.000Z"), ("Prius", None, None)]
+
+    before = _facts(api, dataset="user_42", includeInvalidated="true")
+    third = api.create_thread(dataset="user_42")["threadId"]
+    (again,) = _say(api, third, "I drive a Toyota Prius")
+    job = api.get(f"{MEMORY}/jobs/{end(api, third).json()['jobId']}").json()
+
+    assert job["result"]["factsCreated"] == job["result"]["factsInvalidated"] == 0
+    after = _facts(api, dataset="user_42", includeInvalidated="true")
+    assert len(after) == len(before)
+    (merged,) = [f for f in after if f["factId"] == prius["factId"]]
+    assert (merged["value"], merged["sourceMessageIds"], merged["invalidatedAt"]) == (
+        "Prius",
+        [sold, again],
+        None,
+    )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import connection
+
 from memoryapp import episodic
 from tests.conftest import Api, Clock
 
@@ -92,6 +94,37 @@ def test_it_deletes_a_fact_for_good(api: Api) -> None:
     assert api.get(f"{SEMANTIC}/facts", includeInvalidated="true").json()["facts"] == []
     again = api.delete(f"{SEMANTIC}/facts/{fact['factId']}")
     assert (again.status_code, again.json()) == (404, {"error": "Fact not found"})
+
+
+def test_it_drops_a_deleted_fact_from_recall_and_its_search_index_at_once(api: Api) -> None:
+    """Issue 8 item 4: recall (its own raw-SQL fact layer over the FTS table or the
+    stored search vector) stops returning the fact the moment DELETE answers."""
+    _episode(api, "I drive a Honda Civic", "my sister is Mara")
+    body = {"dataset": "user_42", "query": "Honda Civic sister Mara", "include": ["facts"]}
+    before = api.post("/v1/memory/recall", {**body, "includeInvalidated": True}).json()["facts"]
+    civic = next(f for f in before if f["value"] == "Honda Civic")
+    assert len(before) == 2
+    assert _indexed("civic") == (1 if connection.vendor == "sqlite" else None)
+
+    assert api.delete(f"{SEMANTIC}/facts/{civic['factId']}").status_code == 204
+
+    for invalidated in (False, True):
+        after = api.post("/v1/memory/recall", {**body, "includeInvalidated": invalidated})
+        assert [f["value"] for f in after.json()["facts"]] == ["Mara"]
+        assert civic["factId"] not in after.json()["context"]
+    assert _indexed("civic") == (0 if connection.vendor == "sqlite" else None)
+
+
+def _indexed(word: str) -> int | None:
+    """Rows of SQLite's fact FTS table matching ``word`` (None on PostgreSQL, whose
+    search vector is a column of the fact row itself)."""
+    if connection.vendor != "sqlite":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM memoryapp_fact_fts WHERE memoryapp_fact_fts MATCH %s", [word]
+        )
+        return int(cursor.fetchone()[0])
 
 
 def test_it_answers_404_to_another_project(api: Api, outsider_api: Api) -> None:
