@@ -35,6 +35,7 @@ from memoryapp.llm.port import EpisodeExtraction, ModelError, TranscriptMessage
 from memoryapp.models import Episode, Message, Project, Thread
 from memoryapp.paging import keyset_page
 from memoryapp.results import EndResult, EpisodeBuilt
+from memoryapp.validation import IDLE_MINUTES_MAX
 from memoryapp.working import thread_pk
 
 EPISODE_FTS = "memoryapp_episode_fts"
@@ -95,16 +96,17 @@ def thread_end(*, project: Project, thread_id: str | uuid.UUID) -> EndResult | N
 
 def threads_end_idle(*, now: datetime | None = None) -> list[EndResult]:
     """End every thread silent for its project's idle time (``Project.auto_end_idle_minutes``,
-    or MEMORY_AUTO_END_IDLE_MINUTES when that is null; 0 = off, the default) that has raw
-    messages after its last end(). Returns what was queued. Run periodically by
-    ``manage.py end_idle_threads``."""
+    set on the dashboard's project settings, or MEMORY_AUTO_END_IDLE_MINUTES when that is
+    null; 0 = off, the default; at most IDLE_MINUTES_MAX) that has raw messages after its
+    last end(). Returns what was queued. Run periodically by ``manage.py
+    end_idle_threads`` (``./dev serve`` runs it every minute beside the worker)."""
     now = now or timezone.now()
     default = int(getattr(settings, "MEMORY_AUTO_END_IDLE_MINUTES", 0) or 0)
     ended: list[EndResult] = []
     for project in Project.objects.all():
         minutes = project.auto_end_idle_minutes
-        minutes = default if minutes is None else minutes
-        if not minutes:
+        minutes = min(default if minutes is None else minutes, IDLE_MINUTES_MAX)
+        if minutes <= 0:
             continue
         idle = Thread.objects.filter(
             project=project,

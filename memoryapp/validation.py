@@ -47,6 +47,9 @@ SHORT_TEXT_MAX_LENGTH = 200
 # could never fold anything).
 THRESHOLD_MIN = 2
 THRESHOLD_MAX = 100_000
+# Upper bound of a project's idle time before its threads end (minutes: one year); more
+# would reach before year 1 when subtracted from now.
+IDLE_MINUTES_MAX = 525_600
 MESSAGE_LIMIT_DEFAULT = 20
 MESSAGE_LIMIT_MAX = 100
 PAGE_LIMIT_MAX = 100

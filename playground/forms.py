@@ -10,6 +10,7 @@ from django.contrib.auth.models import User
 from memoryapp.models import Agent, Membership, Project, Thread
 from memoryapp.validation import (
     DATASET_MAX_LENGTH,
+    IDLE_MINUTES_MAX,
     SYSTEM_PROMPT_MAX_LENGTH,
     TAG_MAX_LENGTH,
     TAGS_MAX,
@@ -155,11 +156,24 @@ class ApiKeyCreateForm(_NoColon, forms.Form):
 
 
 class ProjectSettingsForm(_NoColon, forms.ModelForm):
-    """Rename the project."""
+    """The project's name and its idle time (issue 8 item 1): minutes of silence after
+    which a thread is ended as POST .../end would (0 off, empty the server's
+    MEMORY_AUTO_END_IDLE_MINUTES, at most IDLE_MINUTES_MAX)."""
+
+    auto_end_idle_minutes = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=IDLE_MINUTES_MAX,
+        label="End idle threads after (minutes)",
+        help_text=(
+            "A thread silent this long gets its episode made, as end() would. "
+            "0: never; empty: the server's default."
+        ),
+    )
 
     class Meta:
         model = Project
-        fields = ["name"]
+        fields = ["name", "auto_end_idle_minutes"]
 
 
 class AgentForm(_NoColon, forms.Form):

@@ -197,16 +197,17 @@ def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
 @login_required
 @default_project
 def project_settings(request: HttpRequest) -> HttpResponse:
-    """Project settings: rename (POST, owners only); members see them read-only."""
+    """Project settings: the name and the idle time after which threads end (POST,
+    owners only; forms.ProjectSettingsForm); members see them read-only."""
     project = get_project_for_user(request)
 
-    def renamed(form: forms.ProjectSettingsForm) -> HttpResponse:
+    def saved(form: forms.ProjectSettingsForm) -> HttpResponse:
         form.save()
-        messages.success(request, "Project renamed.")
+        messages.success(request, "Settings saved.")
         return redirect(project_url("playground:settings", project))
 
     form, done, status = owner_form(
-        request, project, lambda data: forms.ProjectSettingsForm(data, instance=project), renamed
+        request, project, lambda data: forms.ProjectSettingsForm(data, instance=project), saved
     )
     if done is not None:
         return done

@@ -1,4 +1,5 @@
-"""Management commands: ``create_api_key`` (and ``demo_setup``'s key line).
+"""Management commands: ``create_api_key`` (and ``demo_setup``'s key line) and
+``end_idle_threads``.
 
 Keys are stored only as a SHA-256 hash; the secret is printed once, alone on the last
 line of stdout, so scripts can take it with ``| tail -n 1`` (DESIGN.md section 4).
@@ -8,15 +9,20 @@ from __future__ import annotations
 
 import hashlib
 import re
+from datetime import timedelta
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import OperationalError
 from django.test import Client
 
-from memoryapp.models import ApiKey, Project
-from tests.conftest import BASE
+from memoryapp import episodic, working
+from memoryapp.management.commands import end_idle_threads
+from memoryapp.models import ApiKey, Job, Project
+from tests.conftest import BASE, Clock
 
 SECRET_RE = re.compile(r"^mk_([0-9a-f]{8})_[A-Za-z0-9_-]{32}$")
 
@@ -139,3 +145,68 @@ def test_it_reuses_the_demo_key_across_runs_until_it_is_revoked(db: None, tmp_pa
     assert oct(key_file.stat().st_mode & 0o777) == "0o600"
     assert ApiKey.objects.filter(project__slug="demo", revoked__isnull=True).count() == 1
     assert works(third) == 200
+
+
+# --- end_idle_threads --------------------------------------------------------------------
+
+
+def _silent_thread(project: Project, clock: Clock, minutes: int) -> str:
+    thread = working.thread_create(project=project, dataset="user_42")
+    working.message_append(thread=thread, role="user", content="I live in Lisbon")
+    clock.now += timedelta(minutes=minutes)
+    return str(thread.pk)
+
+
+def test_it_ends_the_threads_silent_past_the_projects_idle_time(
+    project: Project, clock: Clock
+) -> None:
+    Project.objects.filter(pk=project.pk).update(auto_end_idle_minutes=30)
+    quiet = _silent_thread(project, clock, 31)
+    out = StringIO()
+
+    call_command("end_idle_threads", stdout=out)
+
+    job = Job.objects.get()
+    assert out.getvalue() == f"ended thread {quiet}: messages 1-1, job {job.pk}\n"
+    assert (job.kind, job.args) == ("episode", {"fromSequence": 1, "toSequence": 1})
+    again = StringIO()
+    call_command("end_idle_threads", stdout=again)
+    assert again.getvalue() == ""
+
+
+def test_it_caps_an_idle_time_too_long_to_subtract_from_now(
+    project: Project, clock: Clock
+) -> None:
+    Project.objects.filter(pk=project.pk).update(auto_end_idle_minutes=2_000_000_000)
+    _silent_thread(project, clock, 60)
+
+    assert episodic.threads_end_idle() == []  # capped at a year, not an OverflowError
+
+
+def test_it_keeps_checking_after_a_database_error(
+    project: Project, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    rounds: list[int] = []
+
+    def flaky() -> list[Any]:
+        rounds.append(1)
+        if len(rounds) == 1:
+            raise OperationalError("database is locked")
+        return []
+
+    def sleep(seconds: float) -> None:
+        assert seconds == 5
+        if len(rounds) == 2:
+            raise _Stop
+
+    monkeypatch.setattr(episodic, "threads_end_idle", flaky)
+    monkeypatch.setattr(end_idle_threads.time, "sleep", sleep)
+    with pytest.raises(_Stop):
+        call_command("end_idle_threads", "--every", "5", stdout=StringIO())
+
+    assert len(rounds) == 2
+    assert "this round failed" in caplog.text
+
+
+class _Stop(Exception):
+    """Ends the --every loop of a test."""

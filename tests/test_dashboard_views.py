@@ -1044,6 +1044,40 @@ def test_it_refuses_an_empty_project_name(world: World) -> None:
     assert Project.objects.get(pk=world.project.pk).name == "Acme"
 
 
+@pytest.mark.parametrize(("posted", "stored"), [("30", 30), ("0", 0), ("", None), ("525600", 525600)])
+def test_it_lets_an_owner_set_the_idle_time_after_which_threads_end(
+    world: World, posted: str, stored: int | None
+) -> None:
+    Project.objects.filter(pk=world.project.pk).update(auto_end_idle_minutes=5)
+    response = world.client(world.owner).post(
+        url("playground:settings", world.project), {"name": "Acme", "auto_end_idle_minutes": posted}
+    )
+    assert response.status_code == 302
+    assert Project.objects.get(pk=world.project.pk).auto_end_idle_minutes == stored
+
+
+@pytest.mark.parametrize("posted", ["-1", "525601", "ten", "1.5", "9" * 30])
+def test_it_refuses_an_idle_time_out_of_range_naming_the_field(world: World, posted: str) -> None:
+    Project.objects.filter(pk=world.project.pk).update(auto_end_idle_minutes=5)
+    response = world.client(world.owner).post(
+        url("playground:settings", world.project), {"name": "Renamed", "auto_end_idle_minutes": posted}
+    )
+    assert response.status_code == 400
+    assert list(response.context["form"].errors) == ["auto_end_idle_minutes"]
+    assert Project.objects.filter(pk=world.project.pk).values_list("name", "auto_end_idle_minutes").get() == (
+        "Acme",
+        5,
+    )
+
+
+@pytest.mark.parametrize(("minutes", "shown"), [(None, "the server's default"), (0, "never"), (45, "45 minutes")])
+def test_it_shows_members_the_idle_time_read_only(world: World, minutes: int | None, shown: str) -> None:
+    Project.objects.filter(pk=world.project.pk).update(auto_end_idle_minutes=minutes)
+    page = tree(world.client(world.member).get(url("playground:settings", world.project)))
+    (idle,) = page.by_testid("settings-idle")
+    assert " ".join(idle.full_text().split()) == f"End idle threads after: {shown}"
+
+
 def test_it_renders_its_own_404_page_for_a_logged_in_outsider(world: World) -> None:
     response = world.client(world.outsider).get(url("playground:threads", world.project))
     assert response.status_code == 404

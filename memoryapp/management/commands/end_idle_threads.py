@@ -9,12 +9,16 @@ POST .../end would (memoryapp.episodic.threads_end_idle). Run it from cron, or w
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
+from django.db import DatabaseError, close_old_connections
 
 from memoryapp import episodic
+
+logger = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
@@ -30,12 +34,24 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         every = max(int(options["every"]), 0)
+        if not every:
+            self._check()
+            return
         while True:
-            for result in episodic.threads_end_idle():
-                self.stdout.write(
-                    f"ended thread {result.thread_id}: messages {result.from_sequence}-"
-                    f"{result.to_sequence}, job {result.job_id}"
-                )
-            if not every:
-                return
+            # A long-running check outlives a database hiccup (a locked SQLite file, a
+            # dropped connection): it is logged and the next round tries again, so the
+            # server ./dev serve runs beside it is not stopped by it.
+            try:
+                self._check()
+            except DatabaseError:
+                logger.exception("end_idle_threads: this round failed; retrying in %s s", every)
+            finally:
+                close_old_connections()
             time.sleep(every)
+
+    def _check(self) -> None:
+        for result in episodic.threads_end_idle():
+            self.stdout.write(
+                f"ended thread {result.thread_id}: messages {result.from_sequence}-"
+                f"{result.to_sequence}, job {result.job_id}"
+            )
