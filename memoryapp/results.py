@@ -9,6 +9,7 @@ import the domain modules that call memoryapp.events.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -181,11 +182,70 @@ class ContextWindow:
 
 
 @dataclass(frozen=True, slots=True)
+class ThreadView:
+    """A thread as the /v1 thread resource and the dashboard's thread list show it.
+
+    The columns serializers.thread_to_dict reads, under the model's attribute names (so
+    the serializer, CompactionState.of and the templates take it or a Thread alike),
+    with the agent's name in place of the Agent; memoryapp.sql.thread_view and
+    thread_page read exactly these. ``message_total`` is every row of the thread.
+    """
+
+    id: uuid.UUID
+    dataset: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    auto_compact_threshold: int | None
+    agent_name: str | None
+    created: datetime
+    last_activity: datetime
+    next_sequence: int
+    compaction_count: int
+    active_summary_id: uuid.UUID | None
+    last_compacted_at: datetime | None
+    last_compaction_error: str
+    last_compaction_error_at: datetime | None
+
+    @property
+    def pk(self) -> uuid.UUID:
+        """The thread's id, as Thread.pk."""
+        return self.id
+
+    @property
+    def message_total(self) -> int:
+        """Every row in the thread, summaries and compacted rows included (Thread.message_total)."""
+        return self.next_sequence - 1
+
+
+@dataclass(frozen=True, slots=True)
+class MessageView:
+    """A raw message row as GET .../messages returns it (spec 002): the columns
+    serializers.message_to_dict reads, under the model's attribute names (``tokens`` as
+    Message.tokens gives it: ``{"input", "output", "total"}`` or None), read by
+    memoryapp.sql.message_page without building a model instance per row."""
+
+    id: uuid.UUID
+    thread_id: uuid.UUID
+    role: str
+    content: str
+    sequence_number: int
+    tokens: dict[str, int] | None
+    model: str | None
+    latency_ms: int | None
+    metadata: dict[str, Any] | None
+    compacted_at: datetime | None
+    created_at: datetime
+    is_summary: bool
+    covers_from_sequence: int | None
+    covers_to_sequence: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class MessagePage:
     """One page of raw rows (spec 002, GET messages): ``messages`` in the requested order,
     ``total`` rows in the thread, ``has_more`` whether rows past this page match."""
 
-    messages: list[Message]
+    messages: Sequence[Message | MessageView]
     total: int
     has_more: bool
 
@@ -215,7 +275,7 @@ class CompactionState:
     last_error_at: datetime | None
 
     @classmethod
-    def of(cls, thread: Thread) -> CompactionState:
+    def of(cls, thread: Thread | ThreadView) -> CompactionState:
         """The state as the thread row records it."""
         return cls(
             count=thread.compaction_count,

@@ -20,7 +20,9 @@ from memoryapp.results import (
     EndResult,
     EpisodeBuilt,
     MessagePage,
+    MessageView,
     ThreadStats,
+    ThreadView,
 )
 from memoryapp.timefmt import iso_ms
 
@@ -43,15 +45,20 @@ def compaction_state_to_dict(state: CompactionState) -> dict[str, Any]:
     }
 
 
-def thread_to_dict(thread: Thread) -> dict[str, Any]:
-    """The thread resource of the /v1 API and of ``thread.changed`` events."""
+def thread_to_dict(thread: Thread | ThreadView) -> dict[str, Any]:
+    """The thread resource of the /v1 API and of ``thread.changed`` events, from a Thread
+    or the ThreadView GET thread and the thread list read (memoryapp.sql)."""
+    if isinstance(thread, ThreadView):
+        agent = thread.agent_name
+    else:
+        agent = thread.agent.name if thread.agent_id and thread.agent else None
     return {
         "threadId": str(thread.id),
         "dataset": thread.dataset,
         "tags": list(thread.tags),
         "metadata": thread.metadata,
         "autoCompactThreshold": thread.auto_compact_threshold,
-        "agent": thread.agent.name if thread.agent_id and thread.agent else None,
+        "agent": agent,
         "createdAt": iso_ms(thread.created),
         "lastActivityAt": iso_ms(thread.last_activity),
         "totalMessages": thread.message_total,
@@ -59,7 +66,7 @@ def thread_to_dict(thread: Thread) -> dict[str, Any]:
     }
 
 
-def message_to_dict(message: Message) -> dict[str, Any]:
+def message_to_dict(message: Message | MessageView) -> dict[str, Any]:
     """A full message row as GET .../messages and ``message.appended`` events carry it;
     a summary row also has ``summary: {"fromSequence", "toSequence"}``."""
     data: dict[str, Any] = {

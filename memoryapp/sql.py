@@ -24,7 +24,8 @@ from typing import Any
 
 from django.db import connection, models, transaction
 
-from memoryapp.models import Message, Thread
+from memoryapp.models import Agent, Message, Thread, ThreadTag
+from memoryapp.results import MessageView, ThreadView
 
 # The columns an append writes, in the INSERT's order.
 MESSAGE_COLUMNS = (
@@ -394,3 +395,216 @@ def project_datasets(*, project_id: int, limit: int) -> list[str]:
     with connection.cursor() as cursor:
         cursor.execute(_datasets_sql(connection.vendor), [project_id, project_id, limit])
         return [row[0] for row in cursor.fetchall()]
+
+
+# --- Reads of the /v1 thread resource and raw message pages (spec 002) ------------------
+# GET /threads/{id}, GET /threads and GET .../messages through the ORM spent most of their
+# time building and compiling the query and building a model instance per row; these
+# read the columns the responses show, each request in one statement.
+
+
+def _aware(value: Any) -> datetime | None:
+    """A DateTimeField value as the ORM returns it: aware, UTC (SQLite gives naive UTC
+    datetimes, or text where it cannot see the column's declared type)."""
+    if value is None or (isinstance(value, datetime) and value.tzinfo is not None):
+        return value
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def _json(value: Any) -> Any:
+    """A JSONField value as the ORM returns it (JSONField.from_db_value)."""
+    return Thread._meta.get_field("tags").from_db_value(value, None, connection)  # type: ignore[arg-type]
+
+
+@cache
+def _thread_view_from() -> str:
+    t, a = _q(Thread._meta.db_table), _q(Agent._meta.db_table)
+    return (
+        "SELECT t.id, t.dataset, t.tags, t.metadata, t.auto_compact_threshold, a.name, "
+        "t.created, t.last_activity, t.next_sequence, t.compaction_count, t.active_summary_id, "
+        "t.last_compacted_at, t.last_compaction_error, t.last_compaction_error_at "
+        f"FROM {t} t LEFT JOIN {a} a ON a.id = t.agent_id"
+    )
+
+
+def _thread_view(row: tuple[Any, ...]) -> ThreadView:
+    return ThreadView(
+        id=_uuid(row[0]),
+        dataset=row[1],
+        tags=_json(row[2]),
+        metadata=_json(row[3]),
+        auto_compact_threshold=row[4],
+        agent_name=row[5],
+        created=_aware(row[6]),  # type: ignore[arg-type]
+        last_activity=_aware(row[7]),  # type: ignore[arg-type]
+        next_sequence=int(row[8]),
+        compaction_count=int(row[9]),
+        active_summary_id=None if row[10] is None else _uuid(row[10]),
+        last_compacted_at=_aware(row[11]),
+        last_compaction_error=row[12],
+        last_compaction_error_at=_aware(row[13]),
+    )
+
+
+@cache
+def _thread_view_sql(vendor: str) -> str:
+    return f"{_thread_view_from()} WHERE t.id = %s AND t.project_id = %s"
+
+
+def thread_view(*, thread_id: uuid.UUID, project_id: int) -> ThreadView | None:
+    """The thread ``thread_id`` of project ``project_id`` as GET /threads/{id} shows it,
+    or None when there is none (in that project). One statement on the primary key."""
+    row = _fetch_one(_thread_view_sql(connection.vendor), [_db_uuid(thread_id), project_id])
+    return None if row is None else _thread_view(row)
+
+
+@cache
+def _thread_page_sql(vendor: str, dataset: bool, tag: bool, after: bool) -> str:
+    g = _q(ThreadTag._meta.db_table)
+    where = ["t.project_id = %s"]
+    if dataset:
+        where.append("t.dataset = %s")
+    if tag:
+        where.append(f"EXISTS (SELECT 1 FROM {g} g WHERE g.name = %s AND g.thread_id = t.id)")
+    if after:
+        where.append("t.created <= %s AND NOT (t.created = %s AND t.id >= %s)")
+    # The ORM's WHERE and ORDER BY for the same filters, so the same plans serve it:
+    # thread_project_idx / thread_dataset_idx (project[, dataset], created DESC).
+    return (
+        f"{_thread_view_from()} WHERE {' AND '.join(where)} "
+        "ORDER BY t.created DESC, t.id DESC LIMIT %s"
+    )
+
+
+def thread_page(
+    *,
+    project_id: int,
+    dataset: str | None,
+    tag: str | None,
+    after: tuple[datetime, uuid.UUID] | None,
+    limit: int,
+) -> list[ThreadView]:
+    """Up to ``limit`` threads of project ``project_id``, newest first (created, then id,
+    both descending), in dataset ``dataset`` and with tag ``tag`` when given, and after
+    ``after`` = ``(created, id)`` of the previous page's last thread when given. One
+    statement, an index search on thread_project_idx or thread_dataset_idx."""
+    params: list[Any] = [project_id]
+    if dataset is not None:
+        params.append(dataset)
+    if tag is not None:
+        params.append(tag)
+    if after is not None:
+        created = connection.ops.adapt_datetimefield_value(after[0])
+        params += [created, created, _db_uuid(after[1])]
+    params.append(limit)
+    sql = _thread_page_sql(connection.vendor, dataset is not None, tag is not None, after is not None)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [_thread_view(row) for row in cursor.fetchall()]
+
+
+_BIGINT_MAX = 2**63 - 1
+
+# GET .../messages: the message columns serializers.message_to_dict reads, in this order.
+_PAGE_COLUMNS = (
+    "sequence_number",
+    "id",
+    "role",
+    "content",
+    "tokens_input",
+    "tokens_output",
+    "tokens_total",
+    "model",
+    "latency_ms",
+    "metadata",
+    "compacted_at",
+    "created_at",
+    "is_summary",
+    "covers_from_sequence",
+    "covers_to_sequence",
+)
+
+
+@cache
+def _message_page_sql(vendor: str, scoped: bool, before: bool, after: bool, desc: bool) -> str:
+    t, m = _q(Thread._meta.db_table), _q(Message._meta.db_table)
+    scope = " AND project_id = %s" if scoped else ""
+    found = f"SELECT 1 FROM {t} WHERE id = %s{scope}"
+    where = ["thread_id = %s", f"EXISTS ({found})"]
+    if before:
+        where.append("sequence_number < %s")
+    if after:
+        where.append("sequence_number > %s")
+    order = "DESC" if desc else "ASC"
+    nulls = ", ".join(["NULL"] * (len(_PAGE_COLUMNS) - 1))
+    # The thread's row (kind 0: its next_sequence) and the page (kind 1), in one
+    # statement, so they are one snapshot; the page alone is an index range read on
+    # (thread, sequence_number) whatever the thread's length.
+    return (
+        f"SELECT 0, next_sequence, {nulls} FROM {t} WHERE id = %s{scope} "
+        "UNION ALL "
+        f"SELECT 1, p.* FROM (SELECT {', '.join(_PAGE_COLUMNS)} FROM {m} "
+        f"WHERE {' AND '.join(where)} ORDER BY sequence_number {order} LIMIT %s) p"
+    )
+
+
+def message_page(
+    *,
+    thread_id: uuid.UUID,
+    project_id: int | None,
+    before: int | None,
+    after: int | None,
+    descending: bool,
+    limit: int,
+) -> tuple[int, list[MessageView]] | None:
+    """The thread's message total and up to ``limit`` of its rows (compacted ones and
+    summaries included) numbered below ``before`` and above ``after`` when given, by
+    sequence number (``descending`` or not): ``(total, rows)``, or None when no thread
+    ``thread_id`` exists (in project ``project_id``, when given). One statement."""
+    tid = _db_uuid(thread_id)
+    scoped = project_id is not None
+    head = [tid, project_id] if scoped else [tid]
+    params: list[Any] = [*head, tid, *head]
+    # A bound past the largest 64-bit integer (the API takes any integer) means the same
+    # as the largest one: no row is numbered that high. Clamped, as neither database
+    # takes a bigger parameter.
+    if before is not None:
+        params.append(min(before, _BIGINT_MAX))
+    if after is not None:
+        params.append(min(after, _BIGINT_MAX))
+    params.append(limit)
+    sql = _message_page_sql(connection.vendor, scoped, before is not None, after is not None, descending)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    total = next((int(r[1]) - 1 for r in rows if r[0] == 0), None)
+    if total is None:
+        return None
+    metadata = Message._meta.get_field("metadata")
+    page = [
+        MessageView(
+            id=_uuid(r[2]),
+            thread_id=thread_id,
+            role=r[3],
+            content=r[4],
+            sequence_number=int(r[1]),
+            tokens=None
+            if r[7] is None
+            else {"input": r[5] or 0, "output": r[6] or 0, "total": r[7]},
+            model=r[8],
+            latency_ms=r[9],
+            metadata=metadata.from_db_value(r[10], None, connection),  # type: ignore[arg-type]
+            compacted_at=_aware(r[11]),
+            created_at=_aware(r[12]),  # type: ignore[arg-type]
+            is_summary=bool(r[13]),
+            covers_from_sequence=r[14],
+            covers_to_sequence=r[15],
+        )
+        for r in rows
+        if r[0] == 1
+    ]
+    # UNION ALL promises no order across its parts: order the page here (at most 101 rows).
+    page.sort(key=lambda v: v.sequence_number, reverse=descending)
+    return total, page

@@ -18,7 +18,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import DatabaseError, IntegrityError, transaction
-from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from memoryapp import events, sql
@@ -32,6 +31,7 @@ from memoryapp.results import (
     ContextWindow,
     MessagePage,
     ThreadStats,
+    ThreadView,
     TokenUsage,
     WindowSummary,
 )
@@ -115,6 +115,19 @@ def thread_get(*, project: Project, thread_id: str | uuid.UUID, with_summary: bo
         raise ThreadNotFound() from exc
 
 
+def thread_view(*, project: Project, thread_id: str | uuid.UUID) -> ThreadView:
+    """The thread ``thread_id`` of ``project`` as the /v1 thread resource shows it (spec
+    002, GET thread): one statement reading only those columns (memoryapp.sql).
+
+    Raises ThreadNotFound as thread_get does: a malformed id, a missing thread and
+    another project's thread alike.
+    """
+    view = sql.thread_view(thread_id=thread_pk(thread_id), project_id=project.pk)
+    if view is None:
+        raise ThreadNotFound()
+    return view
+
+
 def thread_update(*, thread: Thread, changes: dict[str, Any]) -> Thread:
     """Apply a partial update and return the thread.
 
@@ -165,7 +178,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
 
-def _encode_cursor(thread: Thread) -> str:
+def _encode_cursor(thread: ThreadView) -> str:
     # "<microseconds since the epoch>-<id hex>": memoryapp.validation.CURSOR_PATTERN
     # describes it exactly, so the published schema accepts only cursors that decode.
     return f"{(thread.created - _EPOCH) // _MICROSECOND}-{thread.id.hex}"
@@ -187,21 +200,17 @@ def thread_list(
     tag: str | None = None,
     limit: int = 20,
     cursor: str | None = None,
-) -> tuple[list[Thread], str | None]:
+) -> tuple[list[ThreadView], str | None]:
     """Return ``(threads, next_cursor)``: newest first, filtered by dataset and tag.
 
     ``cursor`` is the opaque ``nextCursor`` of the previous page; InvalidInput if it is
-    malformed. ``next_cursor`` is None on the last page.
+    malformed. ``next_cursor`` is None on the last page. One statement (memoryapp.sql
+    thread_page: ``limit + 1`` rows, the columns the thread resource shows).
     """
-    qs: QuerySet[Thread] = Thread.objects.filter(project=project)
-    if dataset is not None:
-        qs = qs.filter(dataset=dataset)
-    if tag is not None:
-        qs = qs.filter(Exists(ThreadTag.objects.filter(thread=OuterRef("pk"), name=tag)))
-    if cursor:
-        created, last_id = _decode_cursor(cursor)
-        qs = qs.filter(created__lte=created).exclude(created=created, id__gte=last_id)
-    rows = list(qs.select_related("agent").order_by("-created", "-id")[: limit + 1])
+    after = _decode_cursor(cursor) if cursor else None
+    rows = sql.thread_page(
+        project_id=project.pk, dataset=dataset, tag=tag, after=after, limit=limit + 1
+    )
     next_cursor = _encode_cursor(rows[limit - 1]) if len(rows) > limit else None
     return rows[:limit], next_cursor
 
@@ -358,7 +367,8 @@ def _search_index_catch_up() -> None:
 
 def message_list(
     *,
-    thread: Thread,
+    thread: Thread | str | uuid.UUID,
+    project: Project | None = None,
     limit: int = 20,
     before: int | None = None,
     after: int | None = None,
@@ -369,25 +379,27 @@ def message_list(
     Filters ``before`` (sequenceNumber < before) and ``after`` (> after), sorts by
     ``order`` ("asc" | "desc"), then cuts at ``limit`` (DESIGN.md section 6 item 8).
     ``total`` counts every row of the thread ignoring the cursor, ``has_more`` whether rows
-    beyond this page match the filter. One query for the rows (the thread row was read by
-    the caller), served by the (thread, sequence_number) unique index whatever the length.
-    ``total`` comes from the thread row's counter; a row appended between the two reads
-    can be on the page, and since numbers have no gaps ``total`` is then raised to the
-    highest number seen, so it never reads less than the rows the page holds.
+    beyond this page match the filter. ``thread`` is a Thread or a thread id; with
+    ``project`` it must belong to that project. Raises ThreadNotFound otherwise (or for a
+    malformed id, or a thread deleted meanwhile).
+
+    One statement whatever the thread's length (memoryapp.sql.message_page): the thread
+    row's counter for ``total`` and the page, an index range read on (thread,
+    sequence_number), in one snapshot, so ``total`` is never below the rows on the page.
     """
-    qs = Message.objects.filter(thread=thread)
-    if before is not None:
-        qs = qs.filter(sequence_number__lt=before)
-    if after is not None:
-        qs = qs.filter(sequence_number__gt=after)
-    qs = qs.order_by("sequence_number" if order == "asc" else "-sequence_number")
-    rows = list(qs[: limit + 1])
-    highest = max((m.sequence_number for m in rows), default=0)
-    return MessagePage(
-        messages=rows[:limit],
-        total=max(thread.message_total, highest),
-        has_more=len(rows) > limit,
+    pk = thread.pk if isinstance(thread, Thread) else thread_pk(thread)
+    found = sql.message_page(
+        thread_id=pk,
+        project_id=project.pk if project is not None else None,
+        before=before,
+        after=after,
+        descending=order != "asc",
+        limit=limit + 1,
     )
+    if found is None:
+        raise ThreadNotFound()
+    total, rows = found
+    return MessagePage(messages=rows[:limit], total=total, has_more=len(rows) > limit)
 
 
 # --- prepare ------------------------------------------------------------------------------

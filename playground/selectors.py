@@ -12,6 +12,7 @@ from django.db.models import Count, OuterRef, Subquery, Sum
 
 from memoryapp import sql
 from memoryapp.models import Message, Project, Thread, Turn
+from memoryapp.results import ThreadView
 
 # The thread page shows the newest rows of a thread and pages back with ``before=``, so
 # a thread of 100,000 messages costs the same to show as one of 50.
@@ -255,7 +256,7 @@ def thread_chat_totals(*, thread: Thread) -> ChatTotals:
     )
 
 
-def thread_openers(*, threads: Iterable[Thread]) -> dict[Any, str]:
+def thread_openers(*, threads: Iterable[Thread | ThreadView]) -> dict[Any, str]:
     """Each thread's label for the thread list (issue 10 item 4): its metadata ``title``
     when it has one, else its first user message (cut to 120 characters), else "".
     One query for the page, a correlated subquery per thread on (thread, sequence)."""

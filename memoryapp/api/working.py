@@ -68,7 +68,8 @@ def list_threads(request: HttpRequest, filters: Query[ThreadListQuery]) -> dict[
 
 @router.get("/threads/{thread_id}", response={200: ThreadOut, **ERRORS}, summary="Get a thread")
 def get_thread(request: HttpRequest, thread_id: str) -> dict[str, Any]:
-    thread = working.thread_get(project=request_project(request), thread_id=thread_id)
+    # One statement reading the columns the resource shows (no model instance).
+    thread = working.thread_view(project=request_project(request), thread_id=thread_id)
     return serializers.thread_to_dict(thread)
 
 
@@ -152,9 +153,10 @@ def list_messages(
     request: HttpRequest, thread_id: str, params: Query[MessageListQuery]
 ) -> dict[str, Any]:
     """Full rows including compacted ones and summaries, paged by sequenceNumber."""
-    thread = working.thread_get(project=request_project(request), thread_id=thread_id)
+    # The project-scoped thread look-up is message_list's own statement (one in all).
     page = working.message_list(
-        thread=thread,
+        thread=thread_id,
+        project=request_project(request),
         limit=params.limit,
         before=params.before,
         after=params.after,
