@@ -1,7 +1,7 @@
 """GET thread, the thread list and the message list: latency and statements (issue 11 item 2).
 
     .venv/bin/python bench/bench_lists.py [--database sqlite|postgres] [--threads 10000]
-                                          [--messages 10000] [--calls 300] [--http]
+                                          [--messages 10000] [--calls 300] [--http] [--forms]
     .venv/bin/python bench/bench_lists.py --compare /path/to/other/checkout [--rounds 2]
 
 On a throwaway database (bench._common): a project of ``--threads`` threads (50 datasets,
@@ -15,8 +15,11 @@ statements one request runs:
   first 20 ascending); and, as controls the read changes do not touch, GET .../stats
   and POST .../prepare.
 
-``--http`` measures the same over uvicorn (as ``./dev serve`` runs it) on one keep-alive
-connection, with the server's CPU time per call. ``--code DIR`` imports memoryapp from
+``--forms`` times the three reads (domain functions, JSON built) through the ORM's model
+instances, through ``.values()`` of the same columns and through memoryapp.sql, side by
+side (this checkout's code only). ``--http`` measures the same requests over uvicorn
+(as ``./dev serve`` runs it) on one keep-alive connection, with the server's CPU time
+per call. ``--code DIR`` imports memoryapp from
 another checkout (the same bench on other code). ``--compare DIR`` runs this bench on
 DIR's code ("before") and on this checkout's ("after"), alternating, ``--rounds`` times
 each, each in a process of its own, and prints every p50 with the ratio after / before:
@@ -202,6 +205,75 @@ def over_http(api: Api, todo: dict[str, tuple[str, str, dict[str, Any]]], calls:
     return out
 
 
+def forms(big: str, calls: int) -> dict[str, Any]:
+    """p50 ms of the three reads (JSON built) in three forms: the ORM's model instances
+    (what the API did before), the ORM's ``.values()`` of the same columns, and
+    memoryapp.sql's statements (what it does now). This checkout's code only."""
+    from memoryapp import serializers, sql
+    from memoryapp.models import Message, Project, Thread
+    from memoryapp.results import MessageView, ThreadView
+
+    project = Project.objects.get(slug="bench")
+    pk = uuid.UUID(big)
+    shown = [f.name for f in ThreadView.__dataclass_fields__.values() if f.name != "agent_name"]
+    columns = [*shown, "agent__name"]
+    message_columns = [f for f in MessageView.__dataclass_fields__ if f != "tokens"]
+    message_columns += ["tokens_input", "tokens_output", "tokens_total"]
+
+    def view(row: dict[str, Any]) -> ThreadView:
+        return ThreadView(agent_name=row.pop("agent__name"), **row)
+
+    def message_view(row: dict[str, Any]) -> MessageView:
+        t_in, t_out, total = row.pop("tokens_input"), row.pop("tokens_output"), row.pop("tokens_total")
+        tokens = None if total is None else {"input": t_in or 0, "output": t_out or 0, "total": total}
+        return MessageView(tokens=tokens, **row)
+
+    threads = Thread.objects.filter(project=project).order_by("-created", "-id")
+    newest = Message.objects.filter(thread_id=pk).order_by("-sequence_number")
+    cases: dict[str, Callable[[], Any]] = {
+        "GET thread: ORM instances": lambda: serializers.thread_to_dict(
+            Thread.objects.select_related("agent").get(pk=pk, project=project)
+        ),
+        "GET thread: ORM .values()": lambda: serializers.thread_to_dict(
+            view(Thread.objects.filter(pk=pk, project=project).values(*columns).get())
+        ),
+        "GET thread: memoryapp.sql": lambda: serializers.thread_to_dict(
+            sql.thread_view(thread_id=pk, project_id=project.pk)  # type: ignore[arg-type]
+        ),
+        "list of 20: ORM instances": lambda: [
+            serializers.thread_to_dict(t) for t in threads.select_related("agent")[:21]
+        ],
+        "list of 20: ORM .values()": lambda: [
+            serializers.thread_to_dict(view(t)) for t in threads.values(*columns)[:21]
+        ],
+        "list of 20: memoryapp.sql": lambda: [
+            serializers.thread_to_dict(t)
+            for t in sql.thread_page(
+                project_id=project.pk, dataset=None, tag=None, after=None, limit=21
+            )
+        ],
+        "messages 20: ORM instances": lambda: [
+            serializers.message_to_dict(m) for m in newest[:21]
+        ],
+        "messages 20: ORM .values()": lambda: [
+            serializers.message_to_dict(message_view(m))
+            for m in newest.values(*message_columns)[:21]
+        ],
+        "messages 20: memoryapp.sql": lambda: [
+            serializers.message_to_dict(m)
+            for m in sql.message_page(  # type: ignore[index]
+                thread_id=pk, project_id=project.pk, before=None, after=None, descending=True, limit=21
+            )[1]
+        ],
+    }
+    out = {}
+    for label, call in cases.items():
+        for _ in range(20):
+            call()
+        out[label] = {"p50": p50_ms(calls, call)}
+    return out
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     with throwaway_database(args.database, args.postgres_url):
         started = time.perf_counter()
@@ -209,6 +281,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print(f"  loaded in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         todo = requests(big, cursor, args.messages)
         results = {"in-process": in_process(api, todo, args.calls)}
+        if args.forms:
+            results["forms"] = forms(big, args.calls)
         if args.http:
             results["http"] = over_http(api, todo, args.calls)
         return results
@@ -218,6 +292,7 @@ def compare(args: argparse.Namespace) -> int:
     """Alternate before (``--compare`` DIR's code) and after (this checkout's) runs."""
     passed = [a for a in sys.argv[1:] if not a.startswith("--compare") and a != args.compare]
     passed = [a for i, a in enumerate(passed) if not (a == "--rounds" or (i and passed[i - 1] == "--rounds"))]
+    passed = [a for a in passed if a != "--forms"]
     runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
     with tempfile.TemporaryDirectory(prefix="bench-lists-cmp-") as tmp:
         for r in range(args.rounds):
@@ -258,6 +333,9 @@ def main() -> int:
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--http", action="store_true", help="also over uvicorn")
+    parser.add_argument(
+        "--forms", action="store_true", help="also the ORM, .values() and SQL forms side by side"
+    )
     parser.add_argument("--code", help="import memoryapp from this checkout")
     parser.add_argument("--compare", help="another checkout: before (it) vs after (this)")
     parser.add_argument("--rounds", type=int, default=2)

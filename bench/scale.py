@@ -7,9 +7,12 @@ On a throwaway database (bench._common), in this process:
 1. **Messages per thread**: threads of 1k, 10k and 100k messages, bulk-loaded with the
    append's own INSERT (memoryapp.sql) through ``executemany``, counters set as appends
    would leave them; then ``--calls`` appends (compaction.message_append_compacting, what
-   /v1 calls) and ``--calls`` prepares (working.prepare, messageLimit 20) on each: p50 ms.
+   /v1 calls) and ``--calls`` prepares (working.prepare, messageLimit 20) on each, and
+   the reads of GET thread, GET threads (first page of 20) and GET messages (newest 20)
+   with their JSON built: p50 ms.
 2. **Threads per project**: projects of 10, 1k and 100k threads (bulk-created, 10
-   messages each for the measured thread); the same appends and prepares on one of them.
+   messages each for the measured thread); the same appends, prepares and reads on one
+   of them (the list is the project's first page).
 3. **Dashboard**: the thread page of each of those threads (1k, 10k, 100k messages) and
    the thread list of each of those projects (10, 1k, 100k threads), rendered through
    Django's test client by a logged-in member: p50 ms of ``--pages`` renders and the
@@ -104,8 +107,10 @@ def load_threads(project: Any, count: int) -> None:
 
 
 def hot_paths(project: Any, thread_id: uuid.UUID, calls: int) -> dict[str, float]:
-    """p50 ms of ``calls`` appends and ``calls`` prepares on one thread."""
-    from memoryapp import compaction, working
+    """p50 ms of ``calls`` appends and ``calls`` prepares on one thread, and of the reads
+    of GET thread, GET threads (first page of 20) and GET messages (newest 20), each with
+    its JSON body built (what /v1 calls)."""
+    from memoryapp import compaction, serializers, working
 
     tid = str(thread_id)
     append = p50_ms(
@@ -117,7 +122,29 @@ def hot_paths(project: Any, thread_id: uuid.UUID, calls: int) -> dict[str, float
     prepare = p50_ms(
         calls, lambda i: working.prepare(thread=tid, project=project, message_limit=20)
     )
-    return {"append": append, "prepare": prepare}
+    thread = p50_ms(
+        calls,
+        lambda i: serializers.thread_to_dict(working.thread_view(project=project, thread_id=tid)),
+    )
+    listed = p50_ms(
+        calls,
+        lambda i: [
+            serializers.thread_to_dict(t) for t in working.thread_list(project=project, limit=20)[0]
+        ],
+    )
+    messages = p50_ms(
+        calls,
+        lambda i: serializers.message_page_to_dict(
+            working.message_list(thread=tid, project=project, order="desc", limit=20)
+        ),
+    )
+    return {
+        "append": append,
+        "prepare": prepare,
+        "thread": thread,
+        "list": listed,
+        "messages": messages,
+    }
 
 
 def by_thread_length(
@@ -240,15 +267,14 @@ def report(results: dict[str, Any]) -> None:
         rows = results[key]
         sizes = sorted(rows, key=int)
         print(f"\nBy {title} (p50 ms)\n")
-        print(f"| {unit} | append | prepare |")
-        print("| ---: | ---: | ---: |")
+        paths = [p for p in ("append", "prepare", "thread", "list", "messages") if p in rows[sizes[0]]]
+        print(f"| {unit} | {' | '.join(paths)} |")
+        print("| ---: |" + " ---: |" * len(paths))
         for size in sizes:
-            print(f"| {int(size):,} | {rows[size]['append']:.3f} | {rows[size]['prepare']:.3f} |")
+            print(f"| {int(size):,} | " + " | ".join(f"{rows[size][p]:.3f}" for p in paths) + " |")
         low, high = rows[sizes[0]], rows[sizes[-1]]
-        print(
-            f"\n{int(sizes[-1]):,} / {int(sizes[0]):,}: append {high['append'] / low['append']:.2f}x, "
-            f"prepare {high['prepare'] / low['prepare']:.2f}x"
-        )
+        ratios = ", ".join(f"{p} {high[p] / low[p]:.2f}x" for p in paths)
+        print(f"\n{int(sizes[-1]):,} / {int(sizes[0]):,}: {ratios}")
     print("\nDashboard (p50 ms of a full render, statements per render)\n")
     for label, r in results["dashboard"].items():
         print(f"- {label}: {r['p50']:.1f} ms, {r['statements']} statements")
