@@ -27,7 +27,7 @@ import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
 from memoryapp import compaction_history, events, llm, notes
@@ -255,6 +255,12 @@ def _run_once(thread_id: uuid.UUID, manual: bool, trigger: str) -> CompactionRes
                 read.start, outcome=CompactionRun.Outcome.DISCARDED, model=summary.model,
                 call_usage=summary.usage,
             )
+        raise
+    except (OperationalError, InterfaceError) as exc:  # rolled back; still history (issue 10)
+        compaction_history.record_lost_database(
+            read.start, exc, model=summary.model if summary else "",
+            call_usage=summary.usage if summary else None,
+        )
         raise
 
 

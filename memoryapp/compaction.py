@@ -147,6 +147,11 @@ def _run_once(
             call_usage=summary.usage,
         )
         raise
+    except CONNECTION_LOST as exc:  # rolled back; the run is still history (issue 10)
+        compaction_history.record_lost_database(
+            start, exc, model=summary.model, call_usage=summary.usage
+        )
+        raise
 
 
 def _commit(start: RunStart, summary: Summary) -> CompactionResult:

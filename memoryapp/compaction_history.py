@@ -6,20 +6,25 @@ transaction that commits the new summary (so a run and its summary exist togethe
 at all), ``record_failure`` when the model call failed (the run and the thread's
 ``last_compaction_error`` in one transaction; no summary, nothing folded), and
 ``record`` with ``outcome=DISCARDED`` when the model answered but another run committed
-first (its tokens were spent; its summary was thrown away).
+first (its tokens were spent; its summary was thrown away), and ``record_lost_database``
+when the database connection dropped while the run committed (a failed run written
+after reconnecting, in a transaction of its own; never raising).
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from memoryapp import events, llm, salient, usage
 from memoryapp.llm.port import ModelError, Usage
 from memoryapp.models import CompactionRun, Message, Thread
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -99,3 +104,32 @@ def record_failure(start: RunStart, exc: ModelError) -> None:
         if found:  # a thread deleted meanwhile has no history to write to
             record(start, outcome=CompactionRun.Outcome.FAILED, error=message)
     events.compaction_failed(start.thread_id, message)
+
+
+def record_lost_database(
+    start: RunStart, exc: Exception, *, model: str = "", call_usage: Usage | None = None
+) -> None:
+    """A run whose commit lost the database connection (``exc``, an OperationalError or
+    InterfaceError): its commit rolled back, so write a ``failed`` run with the error
+    ``"database: <exc>"`` (and ``model``/``call_usage`` when its model call answered:
+    the tokens were spent) in a transaction of its own, after dropping the broken
+    connection so the next statement opens a fresh one.
+
+    Never raises for the database: when it is still unreachable the run goes unrecorded
+    and a warning is logged (the caller reports ``exc`` as before). Does not touch the
+    thread's ``last_compaction_error``; the caller records that (memoryapp.compaction).
+    """
+    try:
+        if not connection.in_atomic_block:  # a broken connection is closed; next use reopens
+            connection.close_if_unusable_or_obsolete()
+        with transaction.atomic():
+            if Thread.objects.filter(pk=start.thread_id).exists():
+                record(
+                    start,
+                    outcome=CompactionRun.Outcome.FAILED,
+                    model=model,
+                    call_usage=call_usage,
+                    error=f"database: {exc}",
+                )
+    except (OperationalError, InterfaceError):
+        logger.warning("could not record the failed compaction of thread %s", start.thread_id)

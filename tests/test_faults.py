@@ -26,7 +26,7 @@ from typing import Any
 from django.db import OperationalError, connection
 
 from memoryapp import audit
-from memoryapp.models import Message, Thread
+from memoryapp.models import CompactionRun, Message, Thread
 from tests.conftest import BASE, Api
 
 
@@ -166,3 +166,87 @@ def test_it_answers_a_tool_call_whose_agent_compaction_lost_the_connection(
     assert api.append(thread_id, "m5").status_code == 201  # the next append checkpoints
     assert Message.objects.filter(thread_id=thread_id, is_summary=True).count() == 1
     assert audit.thread_audit(thread_id=thread_id) == []
+
+
+def _failed_runs(thread_id: str) -> list[tuple[Any, ...]]:
+    return list(
+        CompactionRun.objects.filter(thread_id=thread_id)
+        .order_by("created_at", "pk")
+        .values_list(
+            "trigger", "mode", "outcome", "error", "from_sequence", "to_sequence",
+            "folded_count", "summary_id", "model_called",
+        )
+    )
+
+
+def test_an_automatic_run_that_lost_the_connection_is_recorded_as_failed(api: Api) -> None:
+    thread_id = api.create_thread(autoCompactThreshold=3)["threadId"]
+    for n in (1, 2):
+        api.append(thread_id, f"m{n}")
+    with connection_drops_at(_inserts_summary) as hit:
+        resp = api.append(thread_id, "m3")
+    assert hit != [] and (resp.status_code, resp.json()["compacted"]) == (201, False)
+    assert _failed_runs(thread_id) == [
+        ("auto", "summary", "failed", "database: server closed the connection unexpectedly",
+         1, 2, 0, None, True)
+    ]
+    run = CompactionRun.objects.get(thread_id=thread_id)
+    assert run.tokens_input > 0 and run.tokens_output > 0  # the model call was paid for
+    assert audit.thread_audit(thread_id=thread_id) == []
+    assert api.append(thread_id, "m4").json()["compacted"] is True
+    assert [r[2] for r in _failed_runs(thread_id)] == ["failed", "succeeded"]
+
+
+def test_a_manual_compact_that_lost_the_connection_is_recorded_as_failed(api: Api) -> None:
+    thread_id = api.create_thread()["threadId"]
+    for n in range(1, 5):
+        api.append(thread_id, f"m{n}")
+    with connection_drops_at(_inserts_summary):
+        resp = api.post(f"{BASE}/threads/{thread_id}/compact")
+    assert resp.status_code == 503
+    assert _failed_runs(thread_id) == [
+        ("manual", "summary", "failed", "database: server closed the connection unexpectedly",
+         1, 4, 0, None, True)
+    ]
+
+
+def test_an_agent_run_that_lost_the_connection_is_recorded_as_failed(
+    api: Api, settings: Any
+) -> None:
+    settings.MEMORY_AGENT_MAX_VERBATIM_MESSAGES = 4
+    api.client.put(
+        "/v1/memory/agents/dm",
+        data=json.dumps({"memory": {}}),
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {api.key}"},
+    )
+    thread_id = api.create_thread(agent="dm")["threadId"]
+    for n in (1, 2):
+        api.append(thread_id, f"m{n}")
+    call = {"name": "close_memory", "arguments": {"name": "q", "description": "d", "content": "c"}}
+    with connection_drops_at(_inserts_summary):
+        assert api.post(f"{BASE}/threads/{thread_id}/tools", call).status_code == 200
+    assert _failed_runs(thread_id) == [
+        ("auto", "summarize", "failed", "database: server closed the connection unexpectedly",
+         1, 4, 0, None, True)  # the forced checkpoint keeps no half of a call/result pair
+    ]
+
+
+def test_a_run_that_cannot_be_recorded_still_leaves_the_append_acknowledged(api: Api) -> None:
+    thread_id = api.create_thread(autoCompactThreshold=3)["threadId"]
+    for n in (1, 2):
+        api.append(thread_id, f"m{n}")
+    with connection_drops_at(_inserts_summary), connection.execute_wrapper(_drop_run_inserts):
+        resp = api.append(thread_id, "m3")
+    assert (resp.status_code, resp.json()["compacted"]) == (201, False)
+    assert _failed_runs(thread_id) == []
+    assert Thread.objects.get(pk=thread_id).last_compaction_error == (
+        "database: server closed the connection unexpectedly"
+    )
+    assert audit.thread_audit(thread_id=thread_id) == []
+
+
+def _drop_run_inserts(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+    if sql.startswith('INSERT INTO "memoryapp_compactionrun"'):
+        raise OperationalError("server closed the connection unexpectedly")
+    return execute(sql, params, many, context)
