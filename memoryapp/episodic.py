@@ -35,7 +35,7 @@ from memoryapp.llm.port import EpisodeExtraction, ModelError, TranscriptMessage
 from memoryapp.models import Episode, Message, Project, Thread
 from memoryapp.paging import keyset_page
 from memoryapp.results import EndResult, EpisodeBuilt
-from memoryapp.validation import IDLE_MINUTES_MAX
+from memoryapp.validation import IDLE_MINUTES_MAX, path_id
 from memoryapp.working import thread_pk
 
 EPISODE_FTS = "memoryapp_episode_fts"
@@ -294,10 +294,7 @@ def episode_list(
 def episode_get(*, project: Project, episode_id: str | uuid.UUID) -> Episode:
     """The project's episode ``episode_id``. Raises EpisodeNotFound for a malformed id, a
     missing episode or another project's alike."""
-    try:
-        pk = episode_id if isinstance(episode_id, uuid.UUID) else uuid.UUID(str(episode_id))
-    except ValueError as exc:
-        raise EpisodeNotFound() from exc
+    pk = path_id(episode_id, EpisodeNotFound)
     episode = Episode.objects.filter(project=project, pk=pk).first()
     if episode is None:
         raise EpisodeNotFound()

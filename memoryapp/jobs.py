@@ -49,6 +49,7 @@ from django_tasks_db import DatabaseBackend
 from memoryapp import events, relay, serializers
 from memoryapp.errors import JobNotFound, JobNotRetryable
 from memoryapp.models import Job, Project, Thread
+from memoryapp.validation import path_id
 
 logger = logging.getLogger(__name__)
 
@@ -153,10 +154,7 @@ def _dispatch(job: Job) -> None:
 def job_get(*, project: Project, job_id: uuid.UUID | str) -> Job:
     """The project's job ``job_id`` with its status brought up to date (lost attempts
     show as failed). Raises JobNotFound for a malformed id or another project's job."""
-    try:
-        job_uuid = uuid.UUID(str(job_id))
-    except ValueError as exc:
-        raise JobNotFound() from exc
+    job_uuid = path_id(job_id, JobNotFound)
     job_reap_lost(project=project)
     job = Job.objects.filter(project=project, pk=job_uuid).first()
     if job is None:

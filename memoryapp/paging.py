@@ -17,6 +17,7 @@ from typing import TypeVar
 from django.db.models import Model, Q, QuerySet
 
 from memoryapp.errors import InvalidInput
+from memoryapp.validation import path_id
 
 M = TypeVar("M", bound=Model)
 
@@ -61,10 +62,7 @@ def cursor_time(value: str) -> datetime:
 
 def cursor_uuid(value: str) -> uuid.UUID:
     """A cursor's row id. Raises InvalidInput (path ``cursor``)."""
-    try:
-        return uuid.UUID(value)
-    except ValueError as exc:
-        raise _malformed() from exc
+    return path_id(value, _malformed)
 
 
 def keyset_page(

@@ -34,6 +34,7 @@ from memoryapp.errors import FactNotFound
 from memoryapp.llm.port import ExtractedEntity, ExtractedFact
 from memoryapp.models import Entity, Episode, Fact, Message, Project
 from memoryapp.paging import cursor_decode, cursor_encode, cursor_uuid, keyset_page
+from memoryapp.validation import path_id
 
 FACT_FTS = "memoryapp_fact_fts"
 PG_SEARCH_CONFIG = "english"
@@ -330,11 +331,8 @@ def facts_store(
 # --- facts: reading and deleting -----------------------------------------------------------
 
 
-def _uuid(value: str) -> uuid.UUID:
-    try:
-        return uuid.UUID(value)
-    except ValueError as exc:
-        raise FactNotFound() from exc
+def _uuid(value: str | uuid.UUID) -> uuid.UUID:
+    return path_id(value, FactNotFound)
 
 
 def _facts_qs() -> QuerySet[Fact]:

@@ -86,6 +86,18 @@ def canonical_uuid(value: str | uuid.UUID) -> uuid.UUID:
     return uuid.UUID(value)
 
 
+def path_id(value: str | uuid.UUID, missing: Callable[[], Exception]) -> uuid.UUID:
+    """An object's id from a URL path (thread, episode, job, fact; a thread id also in a
+    memory tool call or notes path) as a UUID: canonical_uuid's rule, one for every route.
+    A malformed id names no object, so it raises ``missing()`` (the route's 404, e.g.
+    ThreadNotFound) rather than a 400: braces, ``urn:uuid:`` or no hyphens are as absent
+    as an id that was never issued."""
+    try:
+        return canonical_uuid(value)
+    except ValueError as exc:
+        raise missing() from exc
+
+
 def _uuid_text(value: Any) -> Any:
     if isinstance(value, str) and not re.fullmatch(UUID_PATTERN, value):
         raise PydanticCustomError(

@@ -36,7 +36,7 @@ from memoryapp.results import (
     WindowSummary,
 )
 from memoryapp.timefmt import iso_ms
-from memoryapp.validation import CURSOR_PATTERN, canonical_uuid
+from memoryapp.validation import CURSOR_PATTERN, path_id
 
 logger = logging.getLogger(__name__)
 
@@ -92,11 +92,8 @@ def thread_create(
 
 def thread_pk(thread_id: str | uuid.UUID) -> uuid.UUID:
     """The thread id as a UUID; ThreadNotFound (not a 400) when it is malformed or not
-    in the canonical text form (validation.canonical_uuid: no braces, ``urn:uuid:``)."""
-    try:
-        return canonical_uuid(thread_id)
-    except ValueError as exc:
-        raise ThreadNotFound() from exc
+    in the canonical text form (validation.path_id: no braces, ``urn:uuid:``)."""
+    return path_id(thread_id, ThreadNotFound)
 
 
 def thread_get(*, project: Project, thread_id: str | uuid.UUID, with_summary: bool = False) -> Thread:
