@@ -43,6 +43,9 @@ DATASET_MAX_LENGTH = 200
 TAG_MAX_LENGTH = 100
 TAGS_MAX = 50
 SHORT_TEXT_MAX_LENGTH = 200
+# An agent's or a memory tool's name in a body (agent, name) and a tool call's callId.
+NAME_MAX_LENGTH = 64
+CALL_ID_MAX_LENGTH = 100
 # Bounds of autoCompactThreshold (docs/decisions.md: with keepLast 1 a threshold of 1
 # could never fold anything).
 THRESHOLD_MIN = 2
@@ -351,6 +354,19 @@ Text = Annotated[
 ShortText = Annotated[
     str,
     Field(max_length=SHORT_TEXT_MAX_LENGTH, json_schema_extra=_with_pattern(storable_pattern)),
+    pydantic_rule(storable_problem),
+]
+# Names and ids that may not be empty. Wrapping ShortText in another Field(min_length=...)
+# would check the length after ShortText's validator, as for any sized value: pydantic
+# then says "Value should have at least 1 item" (code too_short), a list's wording.
+Name = Annotated[
+    str,
+    Field(min_length=1, max_length=NAME_MAX_LENGTH, json_schema_extra=_with_pattern(storable_pattern)),
+    pydantic_rule(storable_problem),
+]
+CallId = Annotated[
+    str,
+    Field(min_length=1, max_length=CALL_ID_MAX_LENGTH, json_schema_extra=_with_pattern(storable_pattern)),
     pydantic_rule(storable_problem),
 ]
 SystemPrompt = Annotated[

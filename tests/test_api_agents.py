@@ -226,3 +226,35 @@ def test_it_keeps_notes_and_history_when_the_agent_is_defined_again(api: Api) ->
     assert MemoryNote.objects.get().content == "Find the key."
     assert api.get(f"{BASE}/threads/{thread_id}/messages").json()["total"] == 2
     assert api.get(f"{BASE}/threads/{thread_id}/notes").json()["maxOpenTokens"] == 2000
+
+
+@pytest.mark.parametrize(
+    ("body", "issue"),
+    [
+        ({"callId": ""}, (["callId"], "String should have at least 1 character", "string_too_short")),
+        ({"callId": "c" * 101}, (["callId"], "String should have at most 100 characters", "string_too_long")),
+        ({"name": ""}, (["name"], "String should have at least 1 character", "string_too_short")),
+        ({"name": "n" * 65}, (["name"], "String should have at most 64 characters", "string_too_long")),
+    ],
+    ids=["empty-callId", "long-callId", "empty-name", "long-name"],
+)
+def test_it_words_a_tool_call_string_of_the_wrong_length_as_a_string_naming_the_field(
+    api: Api, body: dict[str, Any], issue: tuple[list[str], str, str]
+) -> None:
+    thread_id = agent_thread(api)
+    call = {"name": "open_memory", "arguments": {"name": "q"}, **body}
+    resp = api.post(f"{BASE}/threads/{thread_id}/tools", call)
+    path, message, code = issue
+    assert (resp.status_code, resp.json()) == (
+        400,
+        {"error": "Validation error", "issues": [{"path": path, "message": message, "code": code}]},
+    )
+    assert api.get(f"{BASE}/threads/{thread_id}/messages").json()["total"] == 0
+
+
+def test_it_words_an_empty_agent_name_on_a_new_thread_as_a_string(api: Api) -> None:
+    resp = api.post(f"{BASE}/threads", {"dataset": "d", "agent": ""})
+    assert (resp.status_code, resp.json()["issues"]) == (
+        400,
+        [{"path": ["agent"], "message": "String should have at least 1 character", "code": "string_too_short"}],
+    )

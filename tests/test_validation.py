@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
+import pkgutil
 from typing import Any
 
 import jsonschema
+import pydantic
 import pytest
 from django.core.exceptions import ValidationError
 
@@ -188,3 +192,42 @@ def test_it_takes_integral_numbers_as_integers(api: Api) -> None:
 
     assert (appended.status_code, prepared.status_code) == (201, 200)
     assert (row["latencyMs"], row["tokens"]) == (324, {"input": 3, "output": 0, "total": 3})
+
+
+def _request_models() -> list[type[pydantic.BaseModel]]:
+    """Every pydantic model of the /v1 API and the dashboard's JSON routes."""
+    import memoryapp.api
+    import playground
+
+    models = []
+    for package in (memoryapp.api, playground):
+        for info in pkgutil.iter_modules(package.__path__):
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            models += [
+                cls for cls in vars(module).values()
+                if inspect.isclass(cls) and issubclass(cls, pydantic.BaseModel)
+                and cls.__module__ == module.__name__
+            ]
+    return models
+
+
+def test_every_string_field_words_a_length_error_as_a_string() -> None:
+    """A length rule wrapped around a validated str type (``Annotated[ShortText,
+    Field(min_length=1)]``) is checked as a sized value: "Value should have at least 1
+    item", a list's wording, code ``too_short``. Strings must say "String should have".
+    """
+    models = _request_models()
+    assert any(m.__name__ == "ToolCallIn" for m in models)  # the scan reaches the API
+    worded_as_lists = []
+    for model in models:
+        for field in model.model_fields:
+            for value in ("", "x" * 100_001):
+                try:
+                    model.model_validate({field: value})
+                except pydantic.ValidationError as exc:
+                    worded_as_lists += [
+                        (model.__name__, field, err["type"])
+                        for err in exc.errors()
+                        if err["loc"][:1] == (field,) and err["type"] in ("too_short", "too_long")
+                    ]
+    assert worded_as_lists == []

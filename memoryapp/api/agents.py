@@ -22,8 +22,9 @@ from memoryapp.api.auth import request_project
 from memoryapp.api.schemas import ERRORS, ErrorOut, _In, _Out
 from memoryapp.validation import (
     INTEGRAL,
+    CallId,
+    Name,
     Problem,
-    ShortText,
     SystemPrompt,
     json_problem,
     pydantic_rule,
@@ -97,9 +98,9 @@ class ToolListOut(_Out):
 class ToolCallIn(_In):
     """POST .../tools: the call the agent's model made."""
 
-    name: Annotated[ShortText, Field(min_length=1, max_length=64)]
+    name: Name
     arguments: Annotated[dict[str, Any], pydantic_rule(_arguments_problem)] = {}
-    callId: Annotated[ShortText, Field(min_length=1, max_length=100)] | None = None
+    callId: CallId | None = None
 
 
 class NoteOut(_Out):

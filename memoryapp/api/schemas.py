@@ -21,6 +21,7 @@ from memoryapp.validation import (
     Dataset,
     JsonObject,
     MessageLimit,
+    Name,
     NonNegInt,
     PastTime,
     ShortText,
@@ -103,7 +104,7 @@ class ThreadIn(_In):
     metadata: JsonObject = {}
     autoCompactThreshold: Threshold | None = None
     # The name of one of the project's agents (spec 004); its thread compacts by its budget.
-    agent: Annotated[ShortText, Field(min_length=1, max_length=64)] | None = None
+    agent: Name | None = None
 
 
 class ThreadPatchIn(_In):
