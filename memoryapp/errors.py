@@ -6,6 +6,7 @@ chat route, the middleware, the ASGI body guard) is built by ``error_body``.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from django.http import JsonResponse
@@ -30,6 +31,16 @@ def error_json(
 
 BODY_TOO_LARGE = [{"path": [], "message": "Request body is too large", "code": "body_too_large"}]
 INVALID_JSON = [{"path": [], "message": "Request body is not valid JSON", "code": "invalid_json"}]
+# Valid JSON that Python will not read: an integer literal past sys.get_int_max_str_digits()
+# (4300 by default; CPython's guard against quadratic-time conversion).
+NUMBER_TOO_LONG = [
+    {
+        "path": [],
+        "message": "A number in the request body has more than "
+        f"{sys.get_int_max_str_digits()} digits",
+        "code": "number_too_long",
+    }
+]
 
 
 class MemoryError_(Exception):

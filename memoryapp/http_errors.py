@@ -20,6 +20,7 @@ from ninja.errors import HttpError, ValidationError
 from memoryapp.errors import (
     BODY_TOO_LARGE,
     INVALID_JSON,
+    NUMBER_TOO_LONG,
     InvalidInput,
     ModelCallFailed,
     error_body,
@@ -61,6 +62,15 @@ def validation_issues(errors: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return issues
 
 
+def _unreadable_body(cause: BaseException | None) -> list[dict[str, Any]]:
+    """The issue of a body ninja's parser refused (``cause`` is what json.loads raised):
+    an integer literal too long for Python (valid JSON, so not invalid_json), else
+    invalid_json."""
+    if isinstance(cause, ValueError) and "integer string conversion" in str(cause):
+        return NUMBER_TOO_LONG
+    return INVALID_JSON
+
+
 def install_error_handlers(api: NinjaAPI, answers: Sequence[tuple[type[Exception], int, str]]) -> None:
     """Register on ``api`` the handlers every API shares, plus ``answers``: exceptions
     answered with a fixed ``(status, error)``.
@@ -86,7 +96,7 @@ def install_error_handlers(api: NinjaAPI, answers: Sequence[tuple[type[Exception
 
     def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         if exc.status_code == 400:  # ninja raises this for a body that is not JSON
-            return respond(request, 400, "Validation error", INVALID_JSON)
+            return respond(request, 400, "Validation error", _unreadable_body(exc.__cause__))
         return respond(request, exc.status_code, _HTTP_ERRORS.get(exc.status_code, str(exc)))
 
     def unhandled(request: HttpRequest, exc: Exception) -> HttpResponse:

@@ -248,16 +248,21 @@ def issues_from_pydantic(errors: list[dict[str, Any]], strip: int = 0) -> list[d
     """Pydantic error dicts as API issues ``{"path", "message", "code"}``.
 
     ``strip`` leading location parts are dropped (the request location and parameter
-    name ninja wraps fields in).
+    name ninja wraps fields in). Two of pydantic's words are put plainly: a string with
+    an unpaired surrogate (pydantic's ``string_unicode``, "unable to parse raw data as a
+    unicode string", on a length-checked string) reads as storable_problem says it, and
+    a whole body missing (``missing`` with nothing left of the path) says so.
     """
-    return [
-        {
-            "path": [p if isinstance(p, int) else str(p) for p in list(err.get("loc", ()))[strip:]],
-            "message": str(err.get("msg", "Invalid value")),
-            "code": str(err.get("type", "invalid")),
-        }
-        for err in errors
-    ]
+    issues = []
+    for err in errors:
+        path = [p if isinstance(p, int) else str(p) for p in list(err.get("loc", ()))[strip:]]
+        code, message = str(err.get("type", "invalid")), str(err.get("msg", "Invalid value"))
+        if code == "string_unicode":
+            code, message = "invalid_unicode", "text must not contain unpaired surrogates"
+        elif code == "missing" and not path:
+            message = "Request body is required: a JSON object"
+        issues.append({"path": path, "message": message, "code": code})
+    return issues
 
 
 # --- JSON schema of the rules ------------------------------------------------------------

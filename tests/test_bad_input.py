@@ -1,0 +1,96 @@
+"""Bad input found by feeding every /v1 endpoint odd bodies (wrong types, nulls, huge and
+non-finite numbers, unicode edge cases, missing bodies): each answer is a 400 whose
+issue says plainly what is wrong and where, never pydantic's or Python's internals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memoryapp.models import Message, Thread
+from tests.conftest import BASE, Api
+
+SURROGATE = "\\ud800"  # a JSON escape for an unpaired surrogate, which has no UTF-8 form
+UNPAIRED = {"message": "text must not contain unpaired surrogates", "code": "invalid_unicode"}
+
+
+def _raw_post(api: Api, path: str, raw: str) -> Any:
+    return api.post(path, raw=raw)
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "field"),
+    [
+        ("threads", '{"dataset": "d' + SURROGATE + '"}', ["dataset"]),
+        ("threads", '{"dataset": "d", "tags": ["t' + SURROGATE + '"]}', ["tags", 0]),
+        ("threads", '{"dataset": "d", "agent": "a' + SURROGATE + '"}', ["agent"]),
+        ("messages", '{"role": "user", "content": "x", "model": "m' + SURROGATE + '"}', ["model"]),
+        (
+            "messages",
+            '{"role": "user", "content": "x", "metadata": {"stopReason": "s' + SURROGATE + '"}}',
+            ["metadata", "stopReason"],
+        ),
+        ("tools", '{"name": "n' + SURROGATE + '", "arguments": {}}', ["name"]),
+        ("tools", '{"name": "open_memory", "arguments": {}, "callId": "c' + SURROGATE + '"}', ["callId"]),
+    ],
+    ids=["dataset", "tag", "agent", "model", "stopReason", "tool-name", "callId"],
+)
+def test_an_unpaired_surrogate_in_a_length_checked_string_is_named_plainly(
+    api: Api, route: str, body: str, field: list[Any]
+) -> None:
+    """Pydantic said "Input should be a valid string, unable to parse raw data as a
+    unicode string" (string_unicode) for these, and the content rule's words elsewhere."""
+    thread_id = api.create_thread()["threadId"]
+    path = f"{BASE}/threads" if route == "threads" else f"{BASE}/threads/{thread_id}/{route}"
+    resp = _raw_post(api, path, body)
+    assert (resp.status_code, resp.json()) == (
+        400,
+        {"error": "Validation error", "issues": [{"path": field, **UNPAIRED}]},
+    )
+    assert Thread.objects.count() == 1 and Message.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"dataset": "d", "autoCompactThreshold": 1' + "0" * 5000 + "}",
+        '{"dataset": "d", "metadata": {"n": -' + "9" * 4301 + "}}",
+    ],
+    ids=["threshold", "metadata"],
+)
+def test_an_integer_too_long_for_python_is_not_called_invalid_json(api: Api, body: str) -> None:
+    """The body is valid JSON; Python refuses integers of more than 4300 digits."""
+    resp = _raw_post(api, f"{BASE}/threads", body)
+    assert (resp.status_code, resp.json()) == (
+        400,
+        {
+            "error": "Validation error",
+            "issues": [
+                {
+                    "path": [],
+                    "message": "A number in the request body has more than 4300 digits",
+                    "code": "number_too_long",
+                }
+            ],
+        },
+    )
+    assert Thread.objects.count() == 0
+
+
+@pytest.mark.parametrize("route", ["threads", "messages", "prepare", "tools"])
+def test_a_missing_body_says_a_body_is_required(api: Api, route: str) -> None:
+    """Was ``{"path": [], "message": "Field required"}``: no field to name."""
+    thread_id = api.create_thread()["threadId"]
+    path = f"{BASE}/threads" if route == "threads" else f"{BASE}/threads/{thread_id}/{route}"
+    resp = _raw_post(api, path, "")
+    if route == "prepare":  # every field has a default: an empty body is an empty object
+        assert resp.status_code == 200
+        return
+    assert (resp.status_code, resp.json()) == (
+        400,
+        {
+            "error": "Validation error",
+            "issues": [{"path": [], "message": "Request body is required: a JSON object", "code": "missing"}],
+        },
+    )
