@@ -4,16 +4,96 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.core.handlers.base import BaseHandler
+from django.core.handlers.exception import convert_exception_to_response
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import resolve_url
 from django.urls import reverse
+from django.utils.module_loading import import_string
 
 from memoryapp.errors import error_json
 
 logger = logging.getLogger(__name__)
+
+# What a JSON answer of /v1 may do in a browser: nothing (no script, style, frame or
+# fetch; never framed). The site's own policy (settings.CONTENT_SECURITY_POLICY) is for
+# the dashboard's HTML.
+API_CONTENT_SECURITY_POLICY = "default-src 'none'; frame-ancestors 'none'"
+
+
+class _ChainHandler(BaseHandler):
+    """Django's request handling (URL resolution, views, process_view/exception hooks,
+    ATOMIC_REQUESTS) behind the middleware classes ``middleware`` names, outermost first.
+
+    BaseHandler.load_middleware with a list other than settings.MIDDLEWARE, for
+    synchronous middleware only (every one of this service's is).
+    """
+
+    def __init__(self, middleware: list[str]) -> None:
+        self._view_middleware: list[Callable[..., Any]] = []
+        self._template_response_middleware: list[Callable[..., Any]] = []
+        self._exception_middleware: list[Callable[..., Any]] = []
+        handler = convert_exception_to_response(self._get_response)  # type: ignore[attr-defined]
+        for path in reversed(middleware):
+            instance = import_string(path)(handler)
+            if hasattr(instance, "process_view"):
+                self._view_middleware.insert(0, instance.process_view)
+            if hasattr(instance, "process_template_response"):
+                self._template_response_middleware.append(instance.process_template_response)
+            if hasattr(instance, "process_exception"):
+                self._exception_middleware.append(instance.process_exception)
+            handler = convert_exception_to_response(instance)
+        self._middleware_chain = handler
+
+
+class ApiChainMiddleware:
+    """First in MIDDLEWARE: a /v1 request (but the docs page) goes through
+    settings.API_MIDDLEWARE instead of the rest of MIDDLEWARE.
+
+    A /v1 call is JSON for a program holding an API key: it has no session, CSRF token,
+    flash messages, htmx or static file to serve, yet the browser middleware cost about
+    as much per call as a prepare itself (docs/decisions.md, "Hot paths"). The split is
+    made inside Django's handler, so the test client runs exactly the chain the server
+    runs. /v1/docs is an HTML page (Swagger UI) and keeps the full chain and the site's
+    Content-Security-Policy.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.browser = get_response
+        self.api = _ChainHandler(list(settings.API_MIDDLEWARE))._middleware_chain
+        root = reverse("v1:api-root")  # "/v1/"
+        self.prefixes = (root, root.rstrip("/"))
+        self.docs = reverse("v1:openapi-view")
+
+    def is_api(self, path: str) -> bool:
+        """Whether ``path`` (a request's path) takes the /v1 chain."""
+        return (path.startswith(self.prefixes[0]) or path == self.prefixes[1]) and path != self.docs
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if self.is_api(request.path):
+            return self.api(request)
+        return self.browser(request)
+
+
+class ApiHeadersMiddleware:
+    """The headers a /v1 response gets beside SecurityMiddleware's: Content-Length (as
+    CommonMiddleware adds it), ``X-Frame-Options: DENY`` (as XFrameOptionsMiddleware)
+    and API_CONTENT_SECURITY_POLICY, unless the response set them itself."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if not response.streaming and not response.has_header("Content-Length"):
+            response["Content-Length"] = str(len(response.content))
+        response.setdefault("X-Frame-Options", "DENY")
+        response.setdefault("Content-Security-Policy", API_CONTENT_SECURITY_POLICY)
+        return response
 
 
 class ApiJsonErrorsMiddleware:

@@ -50,6 +50,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /v1 (JSON for API keys) goes through API_MIDDLEWARE below instead of the rest.
+    "memoryapp.middleware.ApiChainMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -61,6 +63,14 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "memoryapp.middleware.HtmxSignedOutMiddleware",
+    "memoryapp.middleware.ApiJsonErrorsMiddleware",
+]
+# The chain of /v1 requests but its docs page (memoryapp.middleware.ApiChainMiddleware):
+# no session, CSRF, messages, htmx or static files; the security headers that matter for
+# JSON; every error JSON (docs/decisions.md, "Hot paths").
+API_MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "memoryapp.middleware.ApiHeadersMiddleware",
     "memoryapp.middleware.ApiJsonErrorsMiddleware",
 ]
 
