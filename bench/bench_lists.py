@@ -89,6 +89,13 @@ def load(threads: int, messages: int) -> tuple[Api, str, str]:
     start = timezone.now() - timedelta(seconds=threads + 10)
     batch: list[Thread] = []
     tags: list[ThreadTag] = []
+    # Since migration 0016 a tag row copies its thread's project and created (--code may
+    # be older code, without them).
+    copied = any(f.name == "created" for f in ThreadTag._meta.fields)
+
+    def copies(at: Any) -> dict[str, Any]:
+        return {"project": project, "created": at} if copied else {}
+
     for i in range(threads - 1):
         at = start + timedelta(seconds=i)
         thread = Thread(
@@ -101,7 +108,7 @@ def load(threads: int, messages: int) -> tuple[Api, str, str]:
             last_activity=at,
         )
         batch.append(thread)
-        tags.append(ThreadTag(thread=thread, name=f"t{i % 10}"))
+        tags.append(ThreadTag(thread=thread, name=f"t{i % 10}", **copies(at)))
         if len(batch) == 2000:
             Thread.objects.bulk_create(batch)
             ThreadTag.objects.bulk_create(tags)

@@ -419,13 +419,16 @@ def _json(value: Any) -> Any:
 
 
 @cache
-def _thread_view_from() -> str:
-    t, a = _q(Thread._meta.db_table), _q(Agent._meta.db_table)
+def _thread_view_from(by_tag: bool = False) -> str:
+    """The SELECT ... FROM of a ThreadView: the thread ``t`` and its agent ``a``; by tag,
+    starting from the tag rows ``g``."""
+    t, a, g = _q(Thread._meta.db_table), _q(Agent._meta.db_table), _q(ThreadTag._meta.db_table)
+    source = f"{g} g JOIN {t} t ON t.id = g.thread_id" if by_tag else f"{t} t"
     return (
         "SELECT t.id, t.dataset, t.tags, t.metadata, t.auto_compact_threshold, a.name, "
         "t.created, t.last_activity, t.next_sequence, t.compaction_count, t.active_summary_id, "
         "t.last_compacted_at, t.last_compaction_error, t.last_compaction_error_at "
-        f"FROM {t} t LEFT JOIN {a} a ON a.id = t.agent_id"
+        f"FROM {source} LEFT JOIN {a} a ON a.id = t.agent_id"
     )
 
 
@@ -462,19 +465,22 @@ def thread_view(*, thread_id: uuid.UUID, project_id: int) -> ThreadView | None:
 
 @cache
 def _thread_page_sql(vendor: str, dataset: bool, tag: bool, after: bool) -> str:
-    g = _q(ThreadTag._meta.db_table)
-    where = ["t.project_id = %s"]
+    # Without a tag: the project's threads (t) on thread_project_idx or thread_dataset_idx
+    # (project[, dataset], created DESC). With one: its tag rows (g), which copy the
+    # thread's project and created, on thread_tag_page_idx (project, name, created DESC,
+    # thread DESC), so a tag few threads carry is a short range, not a walk of the project.
+    # Parameters in this order: project, tag, dataset, cursor (created, created, id).
+    k, key = ("g", "thread_id") if tag else ("t", "id")
+    where = [f"{k}.project_id = %s"]
+    if tag:
+        where.append("g.name = %s")
     if dataset:
         where.append("t.dataset = %s")
-    if tag:
-        where.append(f"EXISTS (SELECT 1 FROM {g} g WHERE g.name = %s AND g.thread_id = t.id)")
     if after:
-        where.append("t.created <= %s AND NOT (t.created = %s AND t.id >= %s)")
-    # The ORM's WHERE and ORDER BY for the same filters, so the same plans serve it:
-    # thread_project_idx / thread_dataset_idx (project[, dataset], created DESC).
+        where.append(f"{k}.created <= %s AND NOT ({k}.created = %s AND {k}.{key} >= %s)")
     return (
-        f"{_thread_view_from()} WHERE {' AND '.join(where)} "
-        "ORDER BY t.created DESC, t.id DESC LIMIT %s"
+        f"{_thread_view_from(tag)} WHERE {' AND '.join(where)} "
+        f"ORDER BY {k}.created DESC, {k}.{key} DESC LIMIT %s"
     )
 
 
@@ -489,12 +495,13 @@ def thread_page(
     """Up to ``limit`` threads of project ``project_id``, newest first (created, then id,
     both descending), in dataset ``dataset`` and with tag ``tag`` when given, and after
     ``after`` = ``(created, id)`` of the previous page's last thread when given. One
-    statement, an index search on thread_project_idx or thread_dataset_idx."""
+    statement, an index range on thread_project_idx or thread_dataset_idx, or with a tag
+    on thread_tag_page_idx (then the dataset, when given, is checked per thread)."""
     params: list[Any] = [project_id]
-    if dataset is not None:
-        params.append(dataset)
     if tag is not None:
         params.append(tag)
+    if dataset is not None:
+        params.append(dataset)
     if after is not None:
         created = connection.ops.adapt_datetimefield_value(after[0])
         params += [created, created, _db_uuid(after[1])]

@@ -56,6 +56,14 @@ def _clean_tags(tags: list[str]) -> list[str]:
     return [t for t in seen if t]
 
 
+def _tag_rows(thread: Thread, tags: list[str]) -> list[ThreadTag]:
+    # The thread's project and creation time ride along, for thread_tag_page_idx.
+    return [
+        ThreadTag(thread=thread, name=t, project_id=thread.project_id, created=thread.created)
+        for t in tags
+    ]
+
+
 def thread_create(
     *,
     project: Project,
@@ -85,7 +93,7 @@ def thread_create(
             auto_compact_threshold=auto_compact_threshold,
             agent=agent,
         )
-        ThreadTag.objects.bulk_create([ThreadTag(thread=thread, name=t) for t in clean])
+        ThreadTag.objects.bulk_create(_tag_rows(thread, clean))
     events.thread_changed(thread)
     return thread
 
@@ -146,7 +154,7 @@ def thread_update(*, thread: Thread, changes: dict[str, Any]) -> Thread:
             locked.tags = clean
             fields.append("tags")
             ThreadTag.objects.filter(thread=locked).delete()
-            ThreadTag.objects.bulk_create([ThreadTag(thread=locked, name=t) for t in clean])
+            ThreadTag.objects.bulk_create(_tag_rows(locked, clean))
         if fields:
             locked.save(update_fields=fields)
     events.thread_changed(locked)

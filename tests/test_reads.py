@@ -19,7 +19,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from memoryapp import compaction, serializers
+from memoryapp import compaction, serializers, working
 from memoryapp.api.auth import key_cache
 from memoryapp.models import ApiKey, Message, Project, Thread, ThreadTag
 from tests.conftest import BASE, Api, Clock, at
@@ -47,7 +47,9 @@ def many_threads(project: Project, count: int) -> None:
         for i in range(count)
     ]
     Thread.objects.bulk_create(threads)
-    ThreadTag.objects.bulk_create(ThreadTag(thread=t, name=t.tags[0]) for t in threads)
+    ThreadTag.objects.bulk_create(
+        ThreadTag(thread=t, name=t.tags[0], project=project, created=t.created) for t in threads
+    )
 
 
 def orm_thread(thread_id: str) -> dict[str, Any]:
@@ -254,3 +256,65 @@ def test_it_answers_404_for_another_projects_thread_on_every_read(
         resp = outsider_api.get(BASE + path)
         assert (resp.status_code, resp.json()) == (404, {"error": "Thread not found"})
     assert outsider_api.get(f"{BASE}/threads").json() == {"threads": [], "nextCursor": None}
+
+
+def test_it_pages_a_tag_newest_first_across_equal_times(api: Api, project: Project) -> None:
+    same = at("2026-08-16T09:00:00.123456Z")
+    tagged = sorted((uuid.uuid4() for _ in range(5)), reverse=True)
+    for i, tid in enumerate([*tagged, uuid.uuid4(), uuid.uuid4()]):
+        Thread.objects.create(
+            id=tid, project=project, dataset=f"d{i % 2}", created=same, last_activity=same
+        )
+    for tid in tagged:
+        working.thread_update(thread=Thread.objects.get(pk=tid), changes={"tags": ["x", "y"]})
+    older = api.create_thread(dataset="d0", tags=["x"])["threadId"]  # created now: the newest
+
+    def pages(**query: Any) -> list[list[str]]:
+        found, cursor = [], None
+        while True:
+            body = api.get(
+                f"{BASE}/threads", limit=2, **query, **({"cursor": cursor} if cursor else {})
+            ).json()
+            found.append([t["threadId"] for t in body["threads"]])
+            cursor = body["nextCursor"]
+            if cursor is None:
+                return found
+
+    ids = [older, *map(str, tagged)]
+    assert pages(tag="x") == [ids[0:2], ids[2:4], ids[4:6]]
+    assert pages(tag="x", dataset="d0") == [[ids[0], ids[1]], [ids[3], ids[5]]]
+    assert pages(tag="y") == [ids[1:3], ids[3:5], ids[5:6]]
+    assert pages(tag="z") == [[]]
+
+
+def test_it_copies_the_threads_project_and_time_to_its_tag_rows(api: Api, project: Project) -> None:
+    tid = api.create_thread(tags=["a", "b"])["threadId"]
+    api.patch(f"{BASE}/threads/{tid}", {"tags": ["b", "c"]})
+    thread = Thread.objects.get(pk=tid)
+
+    rows = ThreadTag.objects.filter(thread=thread).order_by("name")
+
+    assert [(r.name, r.project_id, r.created) for r in rows] == [
+        ("b", project.pk, thread.created),
+        ("c", project.pk, thread.created),
+    ]
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's EXPLAIN QUERY PLAN")
+def test_it_reads_a_tags_page_as_a_range_of_its_index(project: Project) -> None:
+    from memoryapp import sql
+
+    for dataset, tag, cursor in [(False, True, False), (True, True, True)]:
+        statement = sql._thread_page_sql("sqlite", dataset, tag, cursor)
+        params: list[Any] = [project.pk, "x"]
+        if cursor:
+            params += ["d", "2026-08-16 09:00:00", "2026-08-16 09:00:00", "0" * 32]
+        params.append(21)
+        with connection.cursor() as c:
+            c.execute("EXPLAIN QUERY PLAN " + statement, params)
+            plan = " | ".join(str(row[-1]) for row in c.fetchall())
+
+        assert plan.startswith(
+            "SEARCH g USING COVERING INDEX thread_tag_page_idx (project_id=? AND name=?"
+        )
+        assert "TEMP B-TREE" not in plan

@@ -74,16 +74,30 @@ class Thread(models.Model):
 
 
 class ThreadTag(models.Model):
-    """One tag of a thread, so listing by tag is an indexed lookup on every database."""
+    """One tag of a thread, so listing by tag is an indexed lookup on every database.
+
+    ``project`` and ``created`` are copies of the thread's (neither ever changes), so a
+    project's threads with one tag are a range of thread_tag_page_idx in the thread
+    list's order (newest first): a page of them is read without walking the project.
+    """
 
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="tag_rows")
     name = models.CharField(max_length=100)
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    created = models.DateTimeField()
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["thread", "name"], name="thread_tag_unique")
         ]
-        indexes = [models.Index(fields=["name"], name="thread_tag_name_idx")]
+        indexes = [
+            models.Index(fields=["name"], name="thread_tag_name_idx"),
+            models.Index(
+                fields=["project", "name", "-created", "-thread"], name="thread_tag_page_idx"
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name
