@@ -11,7 +11,7 @@ from asgiref.testing import ApplicationCommunicator
 
 from memoryapp.asgi import http_application
 from memoryapp.models import ApiKey, Message, Project, Thread
-from memoryapp.wsgipool import PooledWsgi
+from memoryapp.wsgipool import PooledWsgi, wsgi_environ
 from tests.test_asgi import TIMEOUT, _scope
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -77,3 +77,54 @@ async def test_it_passes_status_headers_and_every_written_piece_through() -> Non
         },
         {"type": "http.response.body", "body": b"written, body (4)"},
     ]
+
+
+def test_it_builds_the_wsgi_environ_the_asgi_spec_maps() -> None:
+    scope = {
+        **_scope(
+            "POST",
+            "/app/v1/caf\u00e9",
+            [
+                (b"content-type", b"application/json"),
+                (b"content-length", b"999"),  # the body read is what counts
+                (b"x-forwarded-for", b"10.0.0.1"),
+                (b"x-forwarded-for", b"10.0.0.2"),
+                (b"idempotency-key", b"k-1"),
+            ],
+        ),
+        "root_path": "/app",
+        "query_string": b"a=1&b=%C3%A9",
+        "scheme": "https",
+    }
+
+    environ = wsgi_environ(scope, b"body")
+
+    assert environ["wsgi.input"].read() == b"body"
+    assert {k: v for k, v in environ.items() if k.isupper()} == {
+        "REQUEST_METHOD": "POST",
+        "SCRIPT_NAME": "/app",
+        "PATH_INFO": "/v1/caf\u00c3\u00a9",  # UTF-8 bytes read as latin-1 (PEP 3333)
+        "QUERY_STRING": "a=1&b=%C3%A9",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "8000",
+        "CONTENT_LENGTH": "4",
+        "CONTENT_TYPE": "application/json",
+        "REMOTE_ADDR": "127.0.0.1",
+        "REMOTE_PORT": "50000",
+        "HTTP_HOST": "127.0.0.1",
+        "HTTP_X_FORWARDED_FOR": "10.0.0.1,10.0.0.2",
+        "HTTP_IDEMPOTENCY_KEY": "k-1",
+    }
+    assert environ["wsgi.url_scheme"] == "https"
+
+
+async def test_it_raises_what_the_app_raised_in_the_awaiting_request() -> None:
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        raise LookupError("from the pool thread")
+
+    async def send(message: dict[str, Any]) -> None:
+        raise AssertionError("nothing is sent")
+
+    with pytest.raises(LookupError, match="from the pool thread"):
+        await PooledWsgi(app, workers=1)(_scope("GET", "/x"), b"", send)
