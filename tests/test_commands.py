@@ -147,6 +147,16 @@ def test_it_reuses_the_demo_key_across_runs_until_it_is_revoked(db: None, tmp_pa
     assert works(third) == 200
 
 
+def test_it_prints_an_export_line_for_the_base_url_it_serves(db: None, tmp_path: Path) -> None:
+    out = StringIO()
+    call_command(
+        "demo_setup", "--key-file", str(tmp_path / "key"), "--url", "http://127.0.0.1:8123/", stdout=out
+    )
+
+    lines = [line.strip() for line in out.getvalue().splitlines() if "export BASE=" in line]
+    assert lines == ["export BASE=http://127.0.0.1:8123"]
+
+
 # --- end_idle_threads --------------------------------------------------------------------
 
 

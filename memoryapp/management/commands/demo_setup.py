@@ -91,6 +91,7 @@ class Command(BaseCommand):
                     f"  API key:   {secret}",
                     f"  API docs:  {url}v1/docs",
                     "",
+                    f"  export BASE={url.rstrip('/')}",
                     f"  export KEY={secret}",
                     "",
                 ]
