@@ -71,8 +71,12 @@ def stats_context(thread: Thread) -> dict[str, Any]:
     """The template context of a thread's stats panel (``thread.html#stats``)."""
     counted = working.thread_stats(thread=thread)
     stats = serializers.stats_to_dict(counted)
+    usage = counted.token_usage
     return {
         "stats": stats,
+        "token_average": None
+        if usage is None
+        else selectors.thread_token_average(thread=thread, average=usage.average_per_message),
         "in_context": counted.context,
         "duration_text": _duration_text(stats),
         "chat": selectors.thread_chat_totals(thread=thread),

@@ -256,6 +256,37 @@ def thread_chat_totals(*, thread: Thread) -> ChatTotals:
     )
 
 
+@dataclass(frozen=True)
+class TokenAverage:
+    """The Stats panel's average: ``tokens`` (GET stats' averagePerMessage, total tokens
+    over the messages that carried tokens, rounded) ``per`` what it says: ``"reply"``
+    when only assistant replies carried tokens (every playground turn records its model
+    call's tokens on the reply, none on the user message), ``"message"`` when every
+    message did, else ``"message with tokens"`` with ``carriers`` of ``messages``."""
+
+    tokens: int
+    per: str
+    carriers: int
+    messages: int
+
+
+def thread_token_average(*, thread: Thread, average: int) -> TokenAverage:
+    """What the thread's ``average`` (averagePerMessage, from its counters) is an average
+    of (TokenAverage). One count of the thread's replies that carried tokens."""
+    carriers = thread.messages_with_tokens
+    messages = thread.message_total - thread.compaction_count
+    replies = Message.objects.filter(
+        thread=thread, role=Message.Role.ASSISTANT, tokens_total__isnull=False, is_summary=False
+    ).count()
+    if replies == carriers:
+        per = "reply"
+    elif carriers >= messages:
+        per = "message"
+    else:
+        per = "message with tokens"
+    return TokenAverage(tokens=average, per=per, carriers=carriers, messages=messages)
+
+
 def thread_openers(*, threads: Iterable[Thread | ThreadView]) -> dict[Any, str]:
     """Each thread's label for the thread list (issue 10 item 4): its metadata ``title``
     when it has one, else its first user message (cut to 120 characters), else "".

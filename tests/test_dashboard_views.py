@@ -689,6 +689,31 @@ def test_it_renders_the_stats_partial(world: World) -> None:
     assert tokens == "40 total (10 in · 30 out · 20 per message)"
 
 
+def _stats_tokens(world: World) -> str:
+    response = world.client(world.member).get(
+        url("playground:thread-stats", world.project, world.thread.pk), headers={"HX-Request": "true"}
+    )
+    return " ".join(tree(response).by_testid("stat-tokens")[0].full_text().split())
+
+
+def test_its_token_average_is_per_reply_when_only_replies_carried_tokens(world: World) -> None:
+    # As the playground stores a turn: the model call's tokens on the reply, none on the
+    # user message. 4 messages, 2 replies: 600 tokens are 300 per reply, not "per message".
+    for reply_tokens in ({"input": 100, "output": 50, "total": 150}, {"input": 400, "output": 50, "total": 450}):
+        working.message_append(thread=world.thread, role="user", content="question")
+        working.message_append(thread=world.thread, role="assistant", content="answer", tokens=reply_tokens)
+
+    assert _stats_tokens(world) == "600 total (500 in · 100 out · 300 per reply)"
+
+
+def test_its_token_average_names_the_messages_it_averages_when_some_carried_none(world: World) -> None:
+    working.message_append(thread=world.thread, role="user", content="a")
+    working.message_append(thread=world.thread, role="user", content="b", tokens={"input": 10, "output": 0, "total": 10})
+    working.message_append(thread=world.thread, role="assistant", content="c", tokens={"input": 0, "output": 20, "total": 20})
+
+    assert _stats_tokens(world) == "30 total (10 in · 20 out · 15 per message with tokens)"
+
+
 def test_it_shows_the_last_compaction_error(world: World) -> None:
     page = tree(world.client(world.member).get(url("playground:thread", world.project, world.thread.pk)))
     assert page.by_testid("compaction-error") == []
