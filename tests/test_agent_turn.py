@@ -127,6 +127,9 @@ def test_it_offers_no_tools_to_a_thread_without_a_memory_agent(
 
 
 def test_it_remembers_and_recalls_offline_on_plain_cues(client: Client, thread: Thread) -> None:
+    resp = post_chat(client, thread, {"content": "What do you know about my sister?"})
+    # No memory yet, and its input shows none: it says so without a tool call.
+    assert resp.json()["assistantMessage"]["content"] == "[offline model] I have nothing in memory about my sister."
     resp = post_chat(client, thread, {"content": "Remember that my sister is called Ada."})
     assert resp.status_code == 201, resp.content
     assert resp.json()["assistantMessage"]["content"] == "[offline model] Saved to memory 'notes'."
@@ -138,10 +141,13 @@ def test_it_remembers_and_recalls_offline_on_plain_cues(client: Client, thread: 
     assert resp.json()["assistantMessage"]["content"] == "[offline model] From memory: my sister is called Ada"
     calls = [m.metadata["toolCall"]["name"] for m in Message.objects.filter(thread=thread, role="assistant")
              if m.metadata and "toolCall" in m.metadata]
-    assert calls == ["open_memory", "close_memory", "open_memory", "close_memory"]
+    # The first note is created by close_memory directly (its input showed no memory
+    # 'notes'), not by an open_memory that fails first; the second turn opens the note
+    # the history shows it wrote.
+    assert calls == ["close_memory", "open_memory", "close_memory"]
     results = [m.metadata["toolResult"]["isError"] for m in Message.objects.filter(thread=thread, role="tool")
                if m.metadata]
-    assert results == [True, False, False, False]
+    assert results == [False, False, False]
     assert MemoryNote.objects.get(thread=thread, name="notes").is_open is False
 
 

@@ -704,7 +704,7 @@ class OfflineModel:
             yield ReplyChunk(tool_calls=calls, model=self.model_name)
             yield ReplyChunk(done=True, model=self.model_name, usage=Usage(input_tokens=consumed))
             return
-        text = offline_memory.answer(messages) or _offline_reply_text(system_instruction, messages)
+        text = offline_memory.answer(messages, tools or ()) or _offline_reply_text(system_instruction, messages)
         words = text.split(" ")
         for i, word in enumerate(words):
             yield ReplyChunk(text=word if i == 0 else " " + word, model=self.model_name)

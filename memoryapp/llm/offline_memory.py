@@ -4,12 +4,21 @@ So the whole agent-memory feature can be seen and browser-tested without a key, 
 offline model calls the memory tools deterministically when the user's last message
 says so and the tools are offered:
 
-- **"remember that <fact>"** (or "remember <fact>"): ``open_memory({"name": "notes"})``;
-  then ``close_memory`` writing the note back with ``- <fact>`` added (creating it, with
-  a description, when it did not exist); then a text reply saying it was saved.
-- **"what do you know about <topic>"**: ``open_memory({"name": "notes"})``; then
-  ``close_memory({"name": "notes"})`` (closing it unchanged); then a text reply with the
+- **"remember that <fact>"** (or "remember <fact>"): when its input shows no memory
+  ``notes``, ``close_memory`` creating it (a description and ``- <fact>``), as the tool's
+  description says a new memory is made; when it shows one, ``open_memory({"name":
+  "notes"})`` and then ``close_memory`` writing it back with ``- <fact>`` added. Then a
+  text reply saying it was saved.
+- **"what do you know about <topic>"**: when its input shows no memory ``notes``, a text
+  reply saying it has nothing in memory; else ``open_memory({"name": "notes"})``, then
+  ``close_memory({"name": "notes"})`` (closing it unchanged), then a text reply with the
   note's lines that mention the topic.
+
+What its input shows (``notes_state``): the context block at the head of the
+conversation (the checkpoint lists every memory, open or closed; spec 004 "What the
+agent sees"), then each memory tool call on ``notes`` in the history since, with its
+result. An input that hides an existing note (a window cut short by messageLimit) makes
+the create refused as "closed"; it then opens the note and writes it, as a model would.
 
 Each step is decided from the messages after the user's last one (the calls and results
 of this turn), so a turn is a fixed sequence for a given store.
@@ -39,6 +48,63 @@ def _turn(messages: Sequence[ChatMessage]) -> tuple[str, list[ToolResult]]:
     return "", []
 
 
+_BLOCK_OPENING = "[Context — written by the platform"
+_OPEN_SECTION = "## Open memories"
+_CLOSED_SECTION = "## Closed memories"
+
+
+def _block_state(block: str) -> str:
+    """``"open"``, ``"closed"`` or ``"absent"``: where the context block lists ``notes``."""
+    section = ""
+    for line in block.splitlines():
+        if line.startswith("## "):
+            section = line
+        elif section.startswith(_OPEN_SECTION) and line.startswith(f"### {NOTE_NAME} — "):
+            return "open"
+        elif section.startswith(_CLOSED_SECTION) and line.startswith(f"- {NOTE_NAME} — "):
+            return "closed"
+    return "absent"
+
+
+def _after_call(state: str, call: ToolCall, result: ToolResult) -> str:
+    """The state of ``notes`` after ``call`` on it came back with ``result``."""
+    if not result.is_error:
+        return {"open_memory": "open", "close_memory": "closed", "delete_memory": "absent"}.get(call.name, state)
+    if result.content.startswith(f"Error: there is no memory named '{NOTE_NAME}'"):
+        return "absent"
+    if call.name == "close_memory" and result.content.startswith(f"Error: memory '{NOTE_NAME}' is closed"):
+        return "closed"
+    return state
+
+
+def notes_state(messages: Sequence[ChatMessage]) -> str:
+    """What ``messages`` show of the memory ``notes``: ``"open"``, ``"closed"`` or
+    ``"absent"`` (the module docstring's rule: the context block, then each call on it
+    and its result, in order)."""
+    state = "absent"
+    pending: dict[str, ToolCall] = {}
+    last_call: ToolCall | None = None
+    for message in messages:
+        if message.role == "system" and message.content.startswith(_BLOCK_OPENING):
+            state = _block_state(message.content)
+        for call in message.tool_calls:
+            pending[call.call_id] = last_call = call
+        result = message.tool_result
+        if result is not None:
+            made = pending.pop(result.call_id, None) or last_call
+            if made is not None and made.name == result.name and made.arguments.get("name") == NOTE_NAME:
+                state = _after_call(state, made, result)
+    return state
+
+
+def _before_turn(messages: Sequence[ChatMessage]) -> Sequence[ChatMessage]:
+    """The messages before the user's last one."""
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].role == "user":
+            return messages[:i]
+    return messages
+
+
 def _opened_content(result: ToolResult) -> str:
     return _ALREADY_OPEN.sub("", result.content, count=1)
 
@@ -47,13 +113,18 @@ def _call(tool: str, /, **arguments: str) -> ToolCall:
     return ToolCall(name=tool, arguments=dict(arguments), call_id=f"offline-{tool}")
 
 
-def _remember(fact: str, results: list[ToolResult]) -> ToolCall | None:
+def _remember(fact: str, results: list[ToolResult], *, known: str) -> ToolCall | None:
+    line = f"- {fact.strip().rstrip('.')}"
     if not results:
+        if known == "absent":
+            return _call("close_memory", name=NOTE_NAME, description=NOTE_DESCRIPTION, content=line)
         return _call("open_memory", name=NOTE_NAME)
     last = results[-1]
+    if last.name == "close_memory" and last.is_error and len(results) == 1:
+        # The input hid an existing note (refused as closed): open it, then write it.
+        return _call("open_memory", name=NOTE_NAME)
     if last.name != "open_memory":
         return None
-    line = f"- {fact.strip().rstrip('.')}"
     if not last.is_error:
         content = _opened_content(last)
         if line in content.splitlines():
@@ -73,22 +144,28 @@ def next_call(messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> Too
     said, results = _turn(messages)
     remember = _REMEMBER.search(said)
     if remember:
-        return _remember(remember["fact"], results)
+        return _remember(remember["fact"], results, known=notes_state(_before_turn(messages)))
     if _RECALL.search(said):
         if not results:
+            if notes_state(_before_turn(messages)) == "absent":
+                return None  # nothing to open: answer() says so
             return _call("open_memory", name=NOTE_NAME)
         if results[-1].name == "open_memory" and not results[-1].is_error:
             return _call("close_memory", name=NOTE_NAME)
     return None
 
 
-def answer(messages: Sequence[ChatMessage]) -> str | None:
-    """The offline model's text once a cued turn's calls are done, or None when the turn
-    had no cue or no memory tool results."""
+def answer(messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> str | None:
+    """The offline model's text once a cued turn's calls are done (or, asked what it
+    knows with no memory to open, that it has nothing), or None when the turn had no cue
+    or no memory tool results."""
     said, results = _turn(messages)
-    if not results:
-        return None
     recall = _RECALL.search(said)
+    if not results:
+        offered = {t.name for t in tools}
+        if recall and {"open_memory", "close_memory"} <= offered and notes_state(_before_turn(messages)) == "absent":
+            return f"[offline model] I have nothing in memory about {recall['topic'].strip()}."
+        return None
     if recall:
         opened = next((r for r in results if r.name == "open_memory"), None)
         if opened is None or opened.is_error:

@@ -1,0 +1,99 @@
+"""The offline model's memory tool use on plain cues (memoryapp.llm.offline_memory; spec
+004 "The tools"): it creates a note it has not seen with one close_memory, opens one its
+input shows before writing it, and recovers when its input hid one."""
+
+from __future__ import annotations
+
+from memoryapp import notes
+from memoryapp.llm.offline import OfflineModel
+from memoryapp.llm.offline_memory import NOTE_DESCRIPTION, notes_state
+from memoryapp.llm.port import ChatMessage, ToolCall, ToolResult
+from memoryapp.models import MemoryNote
+
+TOOLS = list(notes.TOOL_SPECS)
+
+
+def _reply(messages: list[ChatMessage]) -> tuple[tuple[ToolCall, ...], str]:
+    chunks = list(OfflineModel().reply(system_instruction="", messages=messages, tools=TOOLS))
+    calls = tuple(c for chunk in chunks for c in chunk.tool_calls)
+    return calls, "".join(c.text for c in chunks)
+
+
+def _block(*, open_notes: bool) -> ChatMessage:
+    note = MemoryNote(name="notes", description=NOTE_DESCRIPTION, content="- my sister is Ada", is_open=open_notes)
+    return ChatMessage("system", notes.context_block(summary="Earlier talk.", notes=[note]))
+
+
+def _exchange(name: str, arguments: dict[str, str], result: str, *, error: bool = False) -> list[ChatMessage]:
+    return [
+        ChatMessage("assistant", tool_calls=(ToolCall(name, arguments, f"c-{name}"),)),
+        ChatMessage("tool", tool_result=ToolResult(name, result, is_error=error, call_id=f"c-{name}")),
+    ]
+
+
+def test_a_first_remember_creates_the_note_with_one_close_memory() -> None:
+    calls, text = _reply([ChatMessage("user", "Remember that my sister is called Ada.")])
+
+    assert calls == (
+        ToolCall("close_memory", {"name": "notes", "description": NOTE_DESCRIPTION,
+                                  "content": "- my sister is called Ada"}, "offline-close_memory"),
+    )
+    assert text == ""
+
+
+def test_it_opens_a_note_its_context_block_lists_before_writing_it() -> None:
+    for open_notes in (False, True):
+        messages = [_block(open_notes=open_notes), ChatMessage("user", "remember that I live in Oslo")]
+
+        calls, _ = _reply(messages)
+
+        assert calls == (ToolCall("open_memory", {"name": "notes"}, "offline-open_memory"),)
+
+
+def test_it_follows_the_notes_calls_in_its_history() -> None:
+    created = _exchange("close_memory", {"name": "notes", "description": "d", "content": "- a"}, "Saved new memory")
+    deleted = [
+        *_exchange("open_memory", {"name": "notes"}, "- a"),
+        *_exchange("delete_memory", {"name": "notes"}, "Deleted memory 'notes'."),
+    ]
+    other = _exchange("close_memory", {"name": "quest", "description": "d", "content": "x"}, "Saved new memory")
+    refused = _exchange("open_memory", {"name": "notes"}, "Error: there is no memory named 'notes'.", error=True)
+
+    assert notes_state([]) == "absent"
+    assert notes_state(created) == "closed"
+    assert notes_state([*created, *deleted]) == "absent"
+    assert notes_state(other) == "absent"
+    assert notes_state([_block(open_notes=False), *refused]) == "absent"
+    assert notes_state([_block(open_notes=True)]) == "open"
+    assert notes_state([_block(open_notes=False)]) == "closed"
+
+
+def test_a_create_refused_because_the_input_hid_the_note_opens_then_writes_it() -> None:
+    said = ChatMessage("user", "Remember that my sister is called Ada.")
+    refused = _exchange(
+        "close_memory", {"name": "notes", "description": NOTE_DESCRIPTION, "content": "- my sister is called Ada"},
+        "Error: memory 'notes' is closed, and a closed memory cannot be written unseen.", error=True,
+    )
+    opened = _exchange("open_memory", {"name": "notes"}, "- I live in Oslo")
+
+    assert _reply([said, *refused])[0] == (ToolCall("open_memory", {"name": "notes"}, "offline-open_memory"),)
+    assert _reply([said, *refused, *opened])[0] == (
+        ToolCall("close_memory", {"name": "notes", "content": "- I live in Oslo\n- my sister is called Ada"},
+                 "offline-close_memory"),
+    )
+    saved = _exchange("close_memory", {"name": "notes"}, "Saved memory 'notes' and closed it.")
+    assert _reply([said, *refused, *opened, *saved]) == ((), "[offline model] Saved to memory 'notes'.")
+
+
+def test_asked_what_it_knows_with_no_note_it_says_so_without_a_call() -> None:
+    calls, text = _reply([ChatMessage("user", "What do you know about my sister?")])
+
+    assert (calls, text) == ((), "[offline model] I have nothing in memory about my sister.")
+
+
+def test_without_the_memory_tools_the_cues_are_plain_text() -> None:
+    chunks = list(OfflineModel().reply(
+        system_instruction="", messages=[ChatMessage("user", "What do you know about my sister?")]
+    ))
+
+    assert "nothing in memory" not in "".join(c.text for c in chunks)
