@@ -20,7 +20,7 @@ from django.conf import settings
 from memoryapp import agents, usage
 from memoryapp.llm import Prices
 from memoryapp.llm.port import ChatMessage, ToolCall, ToolResult, ToolSpec
-from memoryapp.models import Agent, Thread, UsageLine
+from memoryapp.models import Agent, Message, Thread, UsageLine
 from memoryapp.results import ContextMessage
 
 
@@ -72,11 +72,14 @@ def chat_message(message: ContextMessage) -> ChatMessage:
 @dataclass(frozen=True)
 class RanCall:
     """One tool call of the turn: the two messages to hand back to the model, the view
-    for the turn's context, and its cost lines (memory access, compaction)."""
+    for the turn's context, its cost lines (memory access, compaction), and the two rows
+    recorded in the thread's history as a context window holds them (for the X-ray of
+    the next model call)."""
 
     messages: tuple[ChatMessage, ChatMessage]
     view: dict[str, Any]
     lines: list[UsageLine]
+    recorded: tuple[ContextMessage, ContextMessage]
 
 
 def run_call(*, thread: Thread, call: ToolCall, prices: Prices) -> RanCall:
@@ -109,4 +112,13 @@ def run_call(*, thread: Thread, call: ToolCall, prices: Prices) -> RanCall:
             "isError": record.outcome.is_error, "callSequence": record.call_message.sequence_number,
         },
         lines=lines,
+        recorded=(_recorded(record.call_message), _recorded(record.result_message)),
+    )
+
+
+def _recorded(message: Message) -> ContextMessage:
+    meta = message.metadata or {}
+    return ContextMessage(
+        message.role, message.content, tool_call=meta.get("toolCall"), tool_result=meta.get("toolResult"),
+        sequence_number=message.sequence_number,
     )

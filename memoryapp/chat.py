@@ -95,6 +95,7 @@ class TurnRecord:
     tools: list[ToolSpec] = field(default_factory=list)
     usage_estimated: bool = False
     rounds: int = 0
+    calls: list[dict[str, Any]] = field(default_factory=list)
     model_name: str = ""
     reply_outcome: AppendOutcome | None = None
     lines: list[UsageLine] = field(default_factory=list)
@@ -333,27 +334,63 @@ class DeltaBatch:
         self.flush()
 
 
-def _stream_round(record: TurnRecord, start: float, tools: list[ToolSpec]) -> list[ToolCall]:
-    """One model call: stream its text to ``chat.delta``, add its usage, return the tool
-    calls it asked for."""
+def _stream_round(
+    record: TurnRecord, start: float, tools: list[ToolSpec], added: list[dict[str, Any]]
+) -> list[ToolCall]:
+    """One model call: stream its text to ``chat.delta``, add its usage, record the call
+    for the X-ray (memoryapp.xray's ``calls`` entry; ``added`` are the entries of the
+    messages the loop added since the call before), return the tool calls it asked for.
+    The entry is recorded before the stream, so a call that fails is in it too."""
     calls: list[ToolCall] = []
     turn_id = None if record.transient else record.stored_turn.pk
     batch = DeltaBatch(thread_id=record.thread.pk, turn_id=turn_id, silent=record.transient)
+    call_start = time.perf_counter()
+    entry = _call_entry(record, tools, added)
+    record.calls.append(entry)
+    if len(record.calls) > 1:  # a tool loop: every call is kept (also when this one fails)
+        record.context["calls"] = record.calls
     stream = llm.get_model().reply(
         system_instruction=record.instruction, messages=record.model_input, tools=tools or None
     )
     record.rounds += 1
-    with batch:
-        for chunk in stream:
-            record.model_name = chunk.model or record.model_name
-            calls.extend(chunk.tool_calls)
-            if chunk.text:
-                if not record.pieces:
-                    record.timings["firstTextMs"] = _ms(start)
-                record.pieces.append(chunk.text)
-                batch.add(chunk.text)
-            _add_usage(record, chunk)
+    text: list[str] = []
+    try:
+        with batch:
+            for chunk in stream:
+                record.model_name = chunk.model or record.model_name
+                calls.extend(chunk.tool_calls)
+                if chunk.text:
+                    if not record.pieces:
+                        record.timings["firstTextMs"] = _ms(start)
+                    record.pieces.append(chunk.text)
+                    text.append(chunk.text)
+                    batch.add(chunk.text)
+                if chunk.done and chunk.usage is not None:
+                    entry["usage"] = {"inputTokens": chunk.usage.input_tokens, "outputTokens": chunk.usage.output_tokens}
+                _add_usage(record, chunk)
+    finally:
+        entry["ms"] = _ms(call_start)
+        entry["toolCalls"] = [{"name": c.name, "arguments": c.arguments} for c in calls]
+        entry["text"] = _cut("".join(text)) if calls else ""
     return calls
+
+
+def _call_entry(record: TurnRecord, tools: list[ToolSpec], added: list[dict[str, Any]]) -> dict[str, Any]:
+    """The X-ray's entry of the model call about to be made (memoryapp.xray ``calls``)."""
+    first = record.context["input"]
+    before = sum(m["tokens"] for c in record.calls for m in c["added"])
+    return {
+        "call": len(record.calls) + 1,
+        "totalTokens": input_tokens(system_instruction=record.instruction, messages=record.model_input, tools=tools),
+        "layers": xray.call_layers(
+            first["layers"], added_tokens=before + sum(m["tokens"] for m in added), tools=tools
+        ),
+        "added": added,
+        "ms": 0,
+        "usage": None,
+        "toolCalls": [],
+        "text": "",
+    }
 
 
 def _add_usage(record: TurnRecord, chunk: ReplyChunk) -> None:
@@ -372,9 +409,11 @@ def _tool_loop(record: TurnRecord, start: float) -> None:
     model said and a line saying it was stopped."""
     tools = record.tools
     views: list[dict[str, Any]] = []
+    added: list[dict[str, Any]] = []
     stopped = False
     for round_number in range(agent_turn.max_rounds() + 1):
-        calls = _stream_round(record, start, tools)
+        calls = _stream_round(record, start, tools, added)
+        added = []
         if not calls or not tools:
             break
         if round_number == agent_turn.max_rounds():
@@ -396,6 +435,7 @@ def _tool_loop(record: TurnRecord, start: float) -> None:
             record.model_input.extend(ran.messages)
             record.lines.extend(ran.lines)
             views.append(ran.view)
+            added.extend(xray.call_entries(ran.recorded))
     if tools:
         record.context["toolCalls"] = views
         record.context["toolLoopStopped"] = stopped

@@ -16,6 +16,20 @@ Stored shape::
                    "toolCall"?: {...}, "toolResult"?: {...}}],
      "tools": [{"name", "description", "parameters", "tokens"}]}
 
+A turn whose model asked for memory tools called the model more than once (the tool loop,
+memoryapp.chat); ``Turn.context["calls"]`` then holds one entry per call::
+
+    {"call": int, "totalTokens": int, "layers": {...}, "added": [message, ...],
+     "ms": int, "usage": {"inputTokens", "outputTokens"} | None,
+     "toolCalls": [{"name", "arguments"}], "text": str}
+
+``added`` are the messages (the shape above) the loop appended to the input since the
+call before (a tool call and its result, as the thread's history records them; none for
+call 1), ``layers``/``totalTokens`` that call's whole input, ``ms`` its latency,
+``usage`` what the provider reported for it, ``toolCalls`` what it asked for and
+``text`` any text it wrote before asking (cut to memoryapp.chat.VIEW_CHARS; the last
+call's text is the reply). ``call_input`` rebuilds any call's whole input.
+
 A message's ``source`` is ``{"kind": "summary", "messageId", "fromSequence",
 "toSequence"}`` (the active summary row and the range it covers; on an agent's thread
 ``"contextBlock"``: the checkpoint with the open notes) or ``{"kind": "message",
@@ -28,6 +42,7 @@ A message's ``source`` is ``{"kind": "summary", "messageId", "fromSequence",
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,6 +169,42 @@ def input_record(
         "messages": messages,
         "tools": tool_views,
     }
+
+
+def call_entries(messages: Sequence[ContextMessage]) -> list[dict[str, Any]]:
+    """The X-ray entries (the module docstring's message shape) of messages a tool loop
+    added to the model input: the recorded tool call and result rows."""
+    return [_message_entry(m, {"kind": "message", "sequenceNumber": m.sequence_number}) for m in messages]
+
+
+def call_layers(first: dict[str, Any], *, added_tokens: int, tools: list[ToolSpec]) -> dict[str, int]:
+    """The layers of a later call's input: the first call's (``first``, an input record's
+    ``layers``) with ``added_tokens`` more in messages and the tools offered now."""
+    return {**first, "messages": first["messages"] + added_tokens, "tools": sum(tool_tokens(t) for t in tools)}
+
+
+def call_count(context: dict[str, Any]) -> int:
+    """How many model calls of the turn (``Turn.context``) the X-ray can show: one per
+    ``calls`` entry, or 1 for a turn stored with its input but before calls were kept."""
+    return len(context.get("calls") or ()) or (1 if context.get("input") else 0)
+
+
+def call_input(context: dict[str, Any], number: int) -> dict[str, Any]:
+    """The whole input of model call ``number`` (1-based) of a turn, as an input record
+    (the module docstring's shape): the turn's stored input (call 1's) with the messages
+    calls 2..``number`` added, and that call's ``totalTokens`` and ``layers``. Each
+    message added by the loop carries ``"addedInCall": n``. Raises ValueError for a
+    number outside 1..call_count(context), KeyError when the turn has no stored input."""
+    stored = context["input"]
+    if not 1 <= number <= call_count(context):
+        raise ValueError(f"call must be between 1 and {call_count(context)}")
+    if number == 1:
+        return stored
+    calls = context["calls"]
+    added = [{**entry, "addedInCall": c["call"]} for c in calls[1:number] for entry in c["added"]]
+    call = calls[number - 1]
+    return {**stored, "messages": [*stored["messages"], *added], "totalTokens": call["totalTokens"],
+            "layers": call["layers"]}
 
 
 def stored_call(stored: dict[str, Any]) -> tuple[str, list[ChatMessage], list[ToolSpec]]:

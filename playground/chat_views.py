@@ -81,13 +81,19 @@ LAYERS = [
 @require_GET
 def turn_context(request: HttpRequest, turn_id: int) -> HttpResponse:
     """The per-turn context view: prepare's summary and tail, recall's result, tokens per
-    layer, latency per step, cost lines with their total, the adapter, any error."""
+    layer, latency per step, cost lines with their total, the adapter, any error, and the
+    X-ray of model call ``?call=<n>`` (1 when left out; 400 naming ``call`` for no call
+    of the turn)."""
     project = get_project_for_user(request)
     turn = get_object_or_404(
         Turn.objects.select_related("thread", "user_message", "assistant_message"),
         pk=turn_id,
         thread__project=project,
     )
+    try:
+        call = xray_views.call_number(turn, request.GET.get("call"))
+    except xray_views.BadCall as error:
+        return xray_views.bad_call(error)
     lines: list[UsageLine] = list(turn.usage_lines.all())
     context: dict[str, Any] = turn.context or {}
     timings = context.get("timings") or {}
@@ -103,7 +109,7 @@ def turn_context(request: HttpRequest, turn_id: int) -> HttpResponse:
             "lines": lines,
             "total_cost": sum((line.cost for line in lines), Decimal(0)),
             "turn_adapter": turn.adapter,
-            **xray_views.xray_context(turn),
+            **xray_views.xray_context(turn, call),
     }
     if wants_partial(request):
         return render(request, "playground/_turn_context.html", values)

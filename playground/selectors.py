@@ -232,8 +232,9 @@ def project_datasets(*, project: Project) -> list[str]:
 @dataclass(frozen=True)
 class ChatTotals:
     """A thread's playground turns at a glance: how many, their running cost (USD), and
-    the newest turn's model input in tokens against its model's context window (None
-    before the first turn stored with its input)."""
+    the newest turn's model input in tokens (its last model call's, on a tool loop)
+    against its model's context window (None before the first turn stored with its
+    input)."""
 
     turns: int
     cost: Decimal
@@ -248,10 +249,12 @@ def thread_chat_totals(*, thread: Thread) -> ChatTotals:
     )
     last = Turn.objects.filter(thread=thread).order_by("-created", "-pk").values_list("context", flat=True).first()
     stored = (last or {}).get("input") or {}
+    # A tool loop's last call holds the most of the window (its input grew each call).
+    calls = (last or {}).get("calls") or ()
     return ChatTotals(
         turns=totals["turns"] or 0,
         cost=totals["cost"] or Decimal(0),
-        last_input_tokens=stored.get("totalTokens"),
+        last_input_tokens=calls[-1]["totalTokens"] if calls else stored.get("totalTokens"),
         context_window=stored.get("contextWindow"),
     )
 

@@ -33,18 +33,57 @@ XRAY_LAYERS = [
 ]
 
 
-def xray_context(turn: Turn) -> dict[str, Any]:
-    """The template context of a turn's X-ray section (``_turn_context.html``): the
-    stored input ``xin`` (None for a turn stored before the X-ray existed), its layers as
-    ``(label, tokens, percent of the context window)``, its tools with pretty JSON
-    parameters, the replay URL and the registry's adapters."""
-    stored = (turn.context or {}).get("input")
-    if not stored:
+class BadCall(ValueError):
+    """A ``call`` parameter that names no model call of the turn (answered 400)."""
+
+
+def call_number(turn: Turn, raw: str | None) -> int:
+    """The model call a request names (``call``, 1-based; 1 when left out). Raises
+    BadCall, saying the range, for anything but a call of the turn."""
+    count = xray.call_count(turn.context or {})
+    if raw is None or raw == "":
+        return 1
+    if not raw.isdigit() or not 1 <= int(raw) <= max(count, 1):
+        raise BadCall(f"call must be a whole number from 1 to {max(count, 1)} (this turn's model calls)")
+    return int(raw)
+
+
+def bad_call(error: BadCall) -> JsonResponse:
+    """The 400 answer naming ``call``."""
+    return JsonResponse({"error": {"field": "call", "message": str(error)}}, status=400)
+
+
+def _call_rows(turn: Turn, context: dict[str, Any], current: int) -> list[dict[str, Any]]:
+    """The turn's model calls as the X-ray's call table lists them (tool-loop turns)."""
+    return [
+        {
+            **call,
+            "url": project_url("playground:turn-context", turn.thread.project, turn.pk, call=call["call"]),
+            "current": call["call"] == current,
+            "asked": ", ".join(c["name"] for c in call.get("toolCalls") or ()),
+        }
+        for call in context.get("calls") or ()
+    ]
+
+
+def xray_context(turn: Turn, call: int = 1) -> dict[str, Any]:
+    """The template context of a turn's X-ray section (``_turn_context.html``) for model
+    call ``call`` (1-based, a number call_number checked): that call's whole input
+    ``xin`` (memoryapp.xray.call_input; None for a turn stored before the X-ray
+    existed), its layers as ``(label, tokens, percent of the context window)``, its tools
+    with pretty JSON parameters, the turn's calls (``xray_calls``, a tool loop's), the
+    replay URL and the registry's adapters."""
+    context = turn.context or {}
+    if not context.get("input"):
         return {"xin": None}
+    stored = xray.call_input(context, call)
     window = stored.get("contextWindow") or 1
     layers = stored.get("layers") or {}
     return {
         "xin": stored,
+        "xray_call": call,
+        "xray_calls": _call_rows(turn, context, call),
+        "xray_added": sum(1 for m in stored["messages"] if m.get("addedInCall")),
         "xray_layers": [
             (label, layers.get(key, 0), 100 * layers.get(key, 0) / window) for key, label in XRAY_LAYERS
         ],
@@ -58,6 +97,15 @@ def xray_context(turn: Turn) -> dict[str, Any]:
     }
 
 
+def _input_tokens(context: dict[str, Any]) -> dict[str, Any]:
+    """A turn's model input in tokens for the turn list: every call's input added up
+    (what the cost line bills for a counting adapter), and how many calls."""
+    calls = context.get("calls") or ()
+    if calls:
+        return {"input_tokens": sum(c["totalTokens"] for c in calls), "model_calls": len(calls)}
+    return {"input_tokens": (context.get("input") or {}).get("totalTokens"), "model_calls": 1}
+
+
 @require_GET
 @login_required
 @default_project
@@ -69,7 +117,7 @@ def thread_turns(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
         {
             "turn": turn,
             "xray_url": project_url("playground:turn-context", thread.project, turn.pk),
-            "input_tokens": ((turn.context or {}).get("input") or {}).get("totalTokens"),
+            **_input_tokens(turn.context or {}),
             "cost": turn.cost or Decimal(0),
         }
         for turn in Turn.objects.filter(thread=thread)
@@ -88,9 +136,12 @@ def thread_turns(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
 @require_POST
 @login_required
 def turn_replay(request: HttpRequest, turn_id: int) -> HttpResponse:
-    """POST ``adapter=<registry name>``: run the turn's stored input again on that adapter
-    and answer the fragment with both replies side by side; nothing is stored. 400 JSON
-    naming ``adapter`` for an unknown one, 409 for a turn stored without its input."""
+    """POST ``adapter=<registry name>`` and ``call=<n>`` (1 when left out): run the
+    stored input of the turn's model call ``n`` again on that adapter and answer the
+    fragment with what that call gave (the reply, or the tool calls a tool loop's earlier
+    call asked for) and the replay side by side; nothing is stored. 400 JSON naming
+    ``adapter`` for an unknown one or ``call`` for no call of the turn, 409 for a turn
+    stored without its input."""
     project = get_project_for_user(request)
     turn = get_object_or_404(
         Turn.objects.select_related("thread", "assistant_message"), pk=turn_id, thread__project=project
@@ -101,13 +152,24 @@ def turn_replay(request: HttpRequest, turn_id: int) -> HttpResponse:
             {"error": {"field": "adapter", "message": f"adapter must be one of {', '.join(llm.PROVIDERS)}"}},
             status=400,
         )
-    stored = (turn.context or {}).get("input")
-    if not stored:
+    context = turn.context or {}
+    if not context.get("input"):
         return JsonResponse({"error": {"message": "this turn was stored without its model input"}}, status=409)
-    result = xray.replay(stored=stored, adapter=adapter)
-    original = turn.assistant_message.content if turn.assistant_message else ""
+    try:
+        call = call_number(turn, request.POST.get("call"))
+    except BadCall as error:
+        return bad_call(error)
+    result = xray.replay(stored=xray.call_input(context, call), adapter=adapter)
+    calls = context.get("calls") or ()
+    made = calls[call - 1] if calls else {}
+    asked = made.get("toolCalls") or ()
+    original = made.get("text", "") if asked else (turn.assistant_message.content if turn.assistant_message else "")
     return render(
         request,
         "playground/_replay.html",
-        {"turn": turn, "original": original, "original_model": (turn.context or {}).get("model"), "result": result},
+        {
+            "turn": turn, "original": original, "original_model": context.get("model"), "result": result,
+            "call": call, "call_count": xray.call_count(context),
+            "original_asked": [f"{c['name']}({json.dumps(c['arguments'], ensure_ascii=False)})" for c in asked],
+        },
     )

@@ -217,4 +217,4 @@ def test_it_labels_gemini_input_tokens_as_reported_by_the_model(
     assert line.quantity == 200 and line.detail.endswith(" (tokens reported by the model)")
     html = client.get(reverse("playground:turn-context", args=[turn.pk]) + f"?projectId={project.pk}").content.decode()
     assert "Input tokens reported by the model: 200 over its 2 calls" in html
-    assert f"Model input (exact): {turn.context['input']['totalTokens']} of" in html
+    assert f"Model input of call 1 (exact): {turn.context['input']['totalTokens']} of" in html
