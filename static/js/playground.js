@@ -3,7 +3,9 @@
 // POSTs a turn to the chat route (JSON, X-CSRFToken from the csrftoken cookie), shows the
 // reply as it streams in over the thread's WebSocket (chat.delta frames, re-dispatched by
 // live.js as "memory:event"), then refreshes the server-rendered messages and stats and
-// loads the turn-context fragment. Message text is only ever set with textContent.
+// loads the turn-context fragment. A transient send's exchange (nothing stored) stays in
+// the message list where it was sent, marked "not stored", until the page is reloaded.
+// Message text is only ever set with textContent.
 (function () {
   "use strict";
 
@@ -28,6 +30,10 @@
     var transientText = "Transient: the model gets no memory tools and nothing is stored · Enter sends";
 
     var current = null; // the turn this page is sending: {user, assistant, turnId}
+    // Transient exchanges shown on this page, each after the stored message that was the
+    // newest when it was sent ({after: sequence number, items: [li, li]}). They are not
+    // stored, so a refresh of the messages panel drops them: place() puts them back.
+    var transients = [];
     var streams = new Map(); // turnId -> bubble, for turns streamed from any page
     // Turns whose stored reply is already shown. Their chat.delta frames can still arrive
     // after the HTTP answer (the WebSocket is a separate path) and must not start a bubble.
@@ -70,6 +76,27 @@
       return { li: li, note: note, content: content };
     }
     function drop(b) { if (b && b.li.parentNode) b.li.parentNode.removeChild(b.li); }
+
+    function messageList() { return document.querySelector("#messages > ol.message-list"); }
+    function newestSeq() {
+      var list = messageList();
+      var rows = list ? list.querySelectorAll(":scope > li[data-seq]") : [];
+      return rows.length ? Number(rows[rows.length - 1].dataset.seq) : 0;
+    }
+    // Put each transient exchange back where it happened: before the first stored row
+    // newer than the one it followed (or at the end), in the server-rendered list.
+    function place() {
+      var list = messageList();
+      if (!list) return;
+      transients.forEach(function (t) {
+        var rows = list.querySelectorAll(":scope > li[data-seq]");
+        var next = null;
+        for (var i = 0; i < rows.length; i++) {
+          if (Number(rows[i].dataset.seq) > t.after) { next = rows[i]; break; }
+        }
+        t.items.forEach(function (li) { list.insertBefore(li, next); });
+      });
+    }
 
     function setState(text) { if (stateEl) stateEl.textContent = text; }
     function setBusy(busy) {
@@ -177,6 +204,7 @@
       if (systemPrompt.value.trim()) payload.systemPrompt = systemPrompt.value;
 
       current = {
+        after: newestSeq(),
         turnId: null,
         user: bubble("user", isTransient ? "transient · sending…" : "sending…", content),
         assistant: bubble("assistant", "thinking…", ""),
@@ -265,11 +293,23 @@
       [turn.user, turn.assistant].forEach(function (b) {
         b.li.classList.remove("message--pending");
         b.li.classList.add("message--transient");
-        b.note.textContent = "transient · not stored";
+        b.li.title = "Transient send: not stored, gone when you reload";
+        b.note.textContent = "";
+        var badge = document.createElement("span");
+        badge.className = "badge badge--transient";
+        badge.dataset.testid = "transient-badge";
+        badge.textContent = "not stored";
+        b.note.append(badge);
       });
       turn.user.li.dataset.testid = "transient-user";
       turn.assistant.li.dataset.testid = "transient-assistant";
       turn.assistant.content.textContent = body.assistantMessage ? body.assistantMessage.content : "";
+      var hint = document.createElement("p");
+      hint.className = "message__hint";
+      hint.textContent = "Transient: the model saw this, nothing was stored; it is gone when you reload.";
+      turn.assistant.li.append(hint);
+      transients.push({ after: turn.after, items: [turn.user.li, turn.assistant.li] });
+      place();
       describeTurn(body);
       toBottom();
     }
@@ -326,7 +366,8 @@
     document.body.addEventListener("htmx:beforeSwap", function () { stickOnSwap = nearBottom(); });
     // Panels the server pushed (live.js swaps them without an htmx request).
     document.addEventListener("memory:beforeswap", function () { stickOnSwap = nearBottom(); });
-    document.body.addEventListener("htmx:afterSettle", function () { if (stickOnSwap) toBottom(); });
+    document.body.addEventListener("htmx:afterSettle", function () { place(); if (stickOnSwap) toBottom(); });
+    document.addEventListener("memory:refreshed", function () { place(); if (stickOnSwap) toBottom(); });
 
     // The page's first Tab stop ("Skip to the message input") puts the cursor in the box.
     var skip = document.querySelector("a.skip-link[href='#chat-input']");

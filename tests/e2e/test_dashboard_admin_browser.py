@@ -93,7 +93,7 @@ def test_a_transient_send_shows_the_reply_and_stores_nothing(owner: Owner, live_
     page.get_by_test_id("chat-input").fill("remind me of our budget")
     page.keyboard.press("Enter")
     reply = page.get_by_test_id("transient-assistant")
-    expect(reply).to_contain_text("transient · not stored")
+    expect(reply.get_by_test_id("transient-badge")).to_have_text("not stored")
     expect(reply).to_contain_text("Our budget is 30000 euros.")
     expect(page.get_by_test_id("transient-user")).to_contain_text("remind me of our budget")
     expect(page.get_by_test_id("last-turn")).to_have_text("Transient send: nothing stored, no memory tools · "

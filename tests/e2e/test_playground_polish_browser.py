@@ -1,6 +1,7 @@
 """The playground's rough edges, fixed, in a real browser at 1280 and 390 pixels wide:
-every model call of a tool-loop turn in the X-ray (with Replay naming its call) and the
-Stats' token average saying what it averages. Screenshots go to test-output/."""
+every model call of a tool-loop turn in the X-ray (with Replay naming its call), a
+transient send placed where it happened and marked as not stored, and the Stats' token
+average saying what it averages. Screenshots go to test-output/."""
 
 from __future__ import annotations
 
@@ -80,6 +81,45 @@ def test_the_xray_shows_and_replays_every_model_call_of_a_tool_loop_turn(
     phone.get_by_test_id("xray-calls").screenshot(path=output_dir / "xray-calls-list-390.png")
     assert png_size(output_dir / "xray-calls-390.png")[0] == NARROW["width"]
     assert phone.evaluate("document.documentElement.scrollWidth") <= NARROW["width"]
+    assert seen.dialogs == [] and seen.errors == []
+
+
+@pytest.mark.parametrize("size", [WIDE, NARROW], ids=["1280", "390"])
+def test_a_transient_reply_stays_where_it_was_sent_marked_not_stored(
+    owner: Owner, live_url: str, new_page: Any, output_dir: Path, size: dict[str, int]
+) -> None:
+    thread = working.thread_create(project=owner.project, dataset="user_42")
+    working.message_append(thread=thread, role="user", content="I'm looking for a family car.")
+    working.message_append(thread=thread, role="assistant", content="A hybrid estate would suit a family.")
+    page = new_page(**size)
+    seen = watch(page)
+    log_in(page, live_url)
+    open_live(page, thread_url(live_url, thread, "playground/"))
+
+    page.get_by_test_id("chat-transient").check()
+    send_turn(page, "What if we wanted a van instead?")
+    assistant = page.get_by_test_id("transient-assistant")
+    expect(assistant.get_by_test_id("transient-badge")).to_have_text("not stored", timeout=TURN_TIMEOUT_MS)
+    page.get_by_test_id("chat-transient").uncheck()
+    _finish_turn(page, "Thanks, the estate it is.")
+    expect(page.locator("#messages li[data-seq='4']")).to_have_count(1)
+
+    # In the list, after #2 (the newest message when it was sent), before the turn after it.
+    order = page.eval_on_selector_all(
+        "#messages > ol.message-list > li",
+        "items => items.map(li => li.dataset.seq || li.dataset.testid)",
+    )
+    assert order == ["1", "2", "transient-user", "transient-assistant", "3", "4"]
+    expect(page.get_by_test_id("transient-user").get_by_test_id("transient-badge")).to_have_text("not stored")
+    expect(assistant).to_contain_text("nothing was stored; it is gone when you reload")
+    expect(page.locator("#chat-pending li")).to_have_count(0)
+    page.screenshot(path=output_dir / f"transient-{size['width']}.png", full_page=True)
+    page.get_by_test_id("transient-user").scroll_into_view_if_needed()
+    page.locator(".chat").screenshot(path=output_dir / f"transient-chat-{size['width']}.png")
+
+    page.reload()  # not stored: gone
+    expect(page.get_by_test_id("live-status")).to_have_attribute("data-state", "open")
+    expect(page.get_by_test_id("transient-assistant")).to_have_count(0)
     assert seen.dialogs == [] and seen.errors == []
 
 
