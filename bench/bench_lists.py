@@ -12,8 +12,8 @@ statements one request runs:
 
 - GET /threads/{id}; GET /threads (first page of 20, ``?dataset=``, ``?tag=``, the second
   page by ``cursor``); GET .../messages (newest 20, a page of 20 in the middle, the
-  first 20 ascending); and, as controls the read changes do not touch, GET .../stats
-  and POST .../prepare.
+  first 20 ascending); GET .../stats; and, as a control these reads do not touch,
+  POST .../prepare.
 
 ``--forms`` times the three reads (domain functions, JSON built) through the ORM's model
 instances, through ``.values()`` of the same columns and through memoryapp.sql, side by
@@ -139,7 +139,7 @@ def requests(big: str, cursor: str, messages: int) -> dict[str, tuple[str, str, 
         "GET messages newest 20": ("GET", msgs, {"order": "desc"}),
         "GET messages middle 20": ("GET", msgs, {"order": "desc", "before": messages // 2}),
         "GET messages first 20 asc": ("GET", msgs, {}),
-        "control: GET stats": ("GET", f"{BASE}/threads/{big}/stats", {}),
+        "GET stats": ("GET", f"{BASE}/threads/{big}/stats", {}),
         "control: POST prepare": ("POST", f"{BASE}/threads/{big}/prepare", {}),
     }
 

@@ -218,6 +218,35 @@ class ThreadView:
 
 
 @dataclass(frozen=True, slots=True)
+class ThreadCounters:
+    """The thread row's counters GET stats reports (spec 002), under the model's
+    attribute names, so working.thread_stats and CompactionState.of take it or a Thread
+    alike; memoryapp.sql.thread_counters reads exactly these columns."""
+
+    id: uuid.UUID
+    created: datetime
+    last_activity: datetime
+    next_sequence: int
+    uncompacted_count: int
+    first_message_at: datetime | None
+    last_message_at: datetime | None
+    tokens_input: int
+    tokens_output: int
+    tokens_total: int
+    messages_with_tokens: int
+    compaction_count: int
+    active_summary_id: uuid.UUID | None
+    last_compacted_at: datetime | None
+    last_compaction_error: str
+    last_compaction_error_at: datetime | None
+
+    @property
+    def message_total(self) -> int:
+        """Every row in the thread, summaries and compacted rows included (Thread.message_total)."""
+        return self.next_sequence - 1
+
+
+@dataclass(frozen=True, slots=True)
 class MessageView:
     """A raw message row as GET .../messages returns it (spec 002): the columns
     serializers.message_to_dict reads, under the model's attribute names (``tokens`` as
@@ -275,7 +304,7 @@ class CompactionState:
     last_error_at: datetime | None
 
     @classmethod
-    def of(cls, thread: Thread | ThreadView) -> CompactionState:
+    def of(cls, thread: Thread | ThreadView | ThreadCounters) -> CompactionState:
         """The state as the thread row records it."""
         return cls(
             count=thread.compaction_count,

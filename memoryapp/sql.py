@@ -25,7 +25,7 @@ from typing import Any
 from django.db import connection, models, transaction
 
 from memoryapp.models import Agent, Message, Thread, ThreadTag
-from memoryapp.results import MessageView, ThreadView
+from memoryapp.results import MessageView, ThreadCounters, ThreadView
 
 # The columns an append writes, in the INSERT's order.
 MESSAGE_COLUMNS = (
@@ -461,6 +461,45 @@ def thread_view(*, thread_id: uuid.UUID, project_id: int) -> ThreadView | None:
     or None when there is none (in that project). One statement on the primary key."""
     row = _fetch_one(_thread_view_sql(connection.vendor), [_db_uuid(thread_id), project_id])
     return None if row is None else _thread_view(row)
+
+
+@cache
+def _counters_sql(vendor: str, scoped: bool) -> str:
+    scope = " AND project_id = %s" if scoped else ""
+    return (
+        "SELECT id, created, last_activity, next_sequence, uncompacted_count, "
+        "first_message_at, last_message_at, tokens_input, tokens_output, tokens_total, "
+        "messages_with_tokens, compaction_count, active_summary_id, last_compacted_at, "
+        "last_compaction_error, last_compaction_error_at "
+        f"FROM {_q(Thread._meta.db_table)} WHERE id = %s{scope}"
+    )
+
+
+def thread_counters(*, thread_id: uuid.UUID, project_id: int | None) -> ThreadCounters | None:
+    """The counters of thread ``thread_id`` that GET stats reports, or None when there is
+    no such thread (in project ``project_id``, when given). One statement on the primary
+    key."""
+    row = _scoped_row(_counters_sql, [_db_uuid(thread_id)], project_id)
+    if row is None:
+        return None
+    return ThreadCounters(
+        id=_uuid(row[0]),
+        created=_aware(row[1]),  # type: ignore[arg-type]
+        last_activity=_aware(row[2]),  # type: ignore[arg-type]
+        next_sequence=int(row[3]),
+        uncompacted_count=int(row[4]),
+        first_message_at=_aware(row[5]),
+        last_message_at=_aware(row[6]),
+        tokens_input=int(row[7]),
+        tokens_output=int(row[8]),
+        tokens_total=int(row[9]),
+        messages_with_tokens=int(row[10]),
+        compaction_count=int(row[11]),
+        active_summary_id=None if row[12] is None else _uuid(row[12]),
+        last_compacted_at=_aware(row[13]),
+        last_compaction_error=row[14],
+        last_compaction_error_at=_aware(row[15]),
+    )
 
 
 @cache

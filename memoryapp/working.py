@@ -30,6 +30,7 @@ from memoryapp.results import (
     ContextMessage,
     ContextWindow,
     MessagePage,
+    ThreadCounters,
     ThreadStats,
     ThreadView,
     TokenUsage,
@@ -510,8 +511,14 @@ def context_count(*, uncompacted_count: int, summary_id: object | None) -> Conte
     return ContextCount(messages=uncompacted_count, summary=summary_id is not None)
 
 
-def thread_stats(*, thread: Thread) -> ThreadStats:
+def thread_stats(
+    *, thread: Thread | ThreadCounters | str | uuid.UUID, project: Project | None = None
+) -> ThreadStats:
     """Thread statistics (spec 002, GET stats), read from the thread row's counters.
+
+    ``thread`` is a Thread (or its ThreadCounters) or a thread id, whose counters are
+    then read in one statement (memoryapp.sql.thread_counters); with ``project`` it must
+    belong to that project. Raises ThreadNotFound otherwise (or for a malformed id).
 
     ``message_count`` counts un-compacted messages including the summary row;
     ``token_usage`` is None unless some message carried tokens (``average_per_message`` is
@@ -519,6 +526,12 @@ def thread_stats(*, thread: Thread) -> ThreadStats:
     is the last real (non-summary) message's createdAt minus the first's in whole ms, None
     with fewer than two real messages (DESIGN.md section 6 item 9).
     """
+    if not isinstance(thread, Thread | ThreadCounters):
+        scope = project.pk if project is not None else None
+        counters = sql.thread_counters(thread_id=thread_pk(thread), project_id=scope)
+        if counters is None:
+            raise ThreadNotFound()
+        thread = counters
     context = context_count(
         uncompacted_count=thread.uncompacted_count, summary_id=thread.active_summary_id
     )

@@ -318,3 +318,46 @@ def test_it_reads_a_tags_page_as_a_range_of_its_index(project: Project) -> None:
             "SEARCH g USING COVERING INDEX thread_tag_page_idx (project_id=? AND name=?"
         )
         assert "TEMP B-TREE" not in plan
+
+
+def test_it_reports_stats_in_one_statement_exactly_as_from_the_model_instance(
+    api: Api, project: Project, outsider_api: Api, clock: Clock
+) -> None:
+    tid = api.create_thread(autoCompactThreshold=3)["threadId"]
+    clock.set("2026-08-16T09:00:00.250Z")
+    api.append(tid, "one", tokens={"input": 3, "output": 4})
+    clock.set("2026-08-16T09:01:00.999Z")
+    for text in ("two", "three", "four"):
+        api.append(tid, text, tokens={"total": 2})
+    Thread.objects.filter(pk=tid).update(last_compaction_error="timeout: model call")
+    url = f"{BASE}/threads/{tid}/stats"
+
+    warm = statements(lambda: api.get(url))
+    body = api.get(url).json()
+
+    assert warm == ["SELECT"]
+    from_model = working.thread_stats(thread=Thread.objects.get(pk=tid))
+    assert body == serializers.stats_to_dict(from_model)
+    assert working.thread_stats(thread=tid) == from_model
+    assert body == {
+        "threadId": tid,
+        "messageCount": 3,  # the summary of 1-2, three and four
+        "tokenUsage": {
+            "totalInput": 3,
+            "totalOutput": 4,
+            "totalTokens": 13,
+            "averagePerMessage": 3,
+        },
+        "sessionDuration": {"ms": 60749, "seconds": 60},
+        "createdAt": body["createdAt"],
+        "lastActivityAt": "2026-08-16T09:01:00.999Z",
+        "compaction": {
+            "count": 1,
+            "activeSummaryId": str(Thread.objects.get(pk=tid).active_summary_id),
+            "lastCompactedAt": "2026-08-16T09:01:00.999Z",
+            "lastError": "timeout: model call",
+            "lastErrorAt": None,
+        },
+    }
+    resp = outsider_api.get(url)
+    assert (resp.status_code, resp.json()) == (404, {"error": "Thread not found"})

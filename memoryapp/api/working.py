@@ -201,5 +201,6 @@ def compact(request: HttpRequest, thread_id: str) -> dict[str, Any]:
     "/threads/{thread_id}/stats", response={200: StatsOut, **ERRORS}, summary="Thread stats"
 )
 def stats(request: HttpRequest, thread_id: str) -> dict[str, Any]:
-    thread = working.thread_get(project=request_project(request), thread_id=thread_id)
-    return serializers.stats_to_dict(working.thread_stats(thread=thread))
+    # The project-scoped thread look-up is thread_stats' own statement (one in all).
+    stats = working.thread_stats(thread=thread_id, project=request_project(request))
+    return serializers.stats_to_dict(stats)
