@@ -108,6 +108,7 @@ if SQLITE_SYNCHRONOUS not in {"NORMAL", "FULL", "EXTRA"}:
     from django.core.exceptions import ImproperlyConfigured
 
     raise ImproperlyConfigured("SQLITE_SYNCHRONOUS must be NORMAL, FULL or EXTRA")
+SQLITE_WAL_AUTOCHECKPOINT = 4000  # pages; SQLite's default is 1000 (docs/performance.md)
 SQLITE_OPTIONS: dict[str, Any] = {
     "transaction_mode": "IMMEDIATE",
     "timeout": 30,
@@ -115,6 +116,12 @@ SQLITE_OPTIONS: dict[str, Any] = {
         "PRAGMA journal_mode=WAL;"
         f"PRAGMA synchronous={SQLITE_SYNCHRONOUS};"
         "PRAGMA busy_timeout=30000;"
+        # SQLite's own checkpoint runs inside the COMMIT that takes the WAL past this many
+        # pages, in an append while every other appender queues behind it; appends run
+        # theirs outside the queue every ~770 pages (memoryapp.sql.WAL_CHECKPOINT_EVERY),
+        # so this is the net for other writes and for a log those could not empty while
+        # appends went on (the WAL file then grows to ~16 MB instead of ~4 MB).
+        f"PRAGMA wal_autocheckpoint={SQLITE_WAL_AUTOCHECKPOINT};"
         "PRAGMA foreign_keys=ON;"
     ),
 }
@@ -140,6 +147,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].update(
         {
+            # Django's backend with the %s -> ? rewrite of each query text cached
+            # (memoryapp.sqlite_backend: the append holds the write lock meanwhile).
+            "ENGINE": "memoryapp.sqlite_backend",
             "OPTIONS": {**SQLITE_OPTIONS, **DATABASES["default"].get("OPTIONS", {})},
             # Served from a pool of long-lived threads (memoryapp.asgi): keep each
             # thread's connection instead of opening one per request.

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -346,7 +347,7 @@ def message_append(
                 if existing is not None:
                     raise _Replay(existing)
             _check_not_before_last(pk, created_at)
-            index_due = sql.message_insert(params, sequence=counters.sequence)
+            upkeep = sql.message_insert(params, sequence=counters.sequence)
     except _Replay as replay:
         return _replayed(replay.message_id, role=role, content=content)
     except IntegrityError as exc:
@@ -357,18 +358,21 @@ def message_append(
     message._state.adding = False
     message._state.db = transaction.get_connection().alias
     events.message_appended(message)
-    if index_due:
-        _search_index_catch_up()
+    if upkeep.index:
+        _after_commit(sql.search_index_catch_up, "search index catch-up")
+    if upkeep.checkpoint:
+        _after_commit(sql.wal_checkpoint, "WAL checkpoint")
     return AppendResult(message=message, compaction_due=_compaction_due(counters))
 
 
-def _search_index_catch_up() -> None:
-    # After the append committed: a failure here leaves the rows queued for the next
-    # catch-up (recall's, or the next batch's) and never fails the stored append.
+def _after_commit(upkeep: Callable[[], object], what: str) -> None:
+    # After the append committed and left the writers queue: a failure here leaves the
+    # work for the next time (rows stay queued for recall's or the next batch's catch-up;
+    # SQLite's own checkpoint) and never fails the stored append.
     try:
-        sql.search_index_catch_up()
+        upkeep()
     except DatabaseError:
-        logger.warning("search index catch-up failed", exc_info=True)
+        logger.warning("%s failed", what, exc_info=True)
 
 
 def message_list(

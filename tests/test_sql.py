@@ -9,16 +9,21 @@ adds one statement only when it is not cached.
 
 from __future__ import annotations
 
+import fcntl
+import os
+import sqlite3
 from typing import Any
 
 import pytest
 from django.db import connection
+from django.db.backends.sqlite3 import base as django_sqlite
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memoryapp import events, sql, working
 from memoryapp.api.auth import key_cache
 from memoryapp.models import ApiKey, Message, Project, Thread
+from memoryapp.sqlite_backend import base as sqlite_backend
 from tests.conftest import BASE, Api
 from tests.test_prepare import bulk_thread
 
@@ -155,3 +160,75 @@ def test_it_lists_a_projects_distinct_datasets_sorted_and_cut_at_the_limit(
     assert sql.project_datasets(project_id=project.pk, limit=200) == ["alpha", "beta", "mu", "zeta"]
     assert sql.project_datasets(project_id=project.pk, limit=2) == ["alpha", "beta"]
     assert sql.project_datasets(project_id=other.pk + 1, limit=200) == []
+
+
+sqlite_only = pytest.mark.skipif(connection.vendor != "sqlite", reason="a SQLite mechanism")
+
+
+def _lock_is_free() -> bool:
+    """Whether writers_queue's file lock could be taken right now (from another open file)."""
+    fd = os.open(str(connection.settings_dict["NAME"]) + ".append-lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return True
+    finally:
+        os.close(fd)
+
+
+@sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_it_checkpoints_the_wal_every_batch_of_appends_after_leaving_the_writers_queue(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sql, "WAL_CHECKPOINT_EVERY", 3)
+    project = Project.objects.create(slug="acme", name="Acme")
+    thread = working.thread_create(project=project, dataset="d")
+    checkpoints: list[tuple[int, bool, bool]] = []  # (rows so far, lock free, in a transaction)
+
+    def watch(execute: Any, sql_text: str, params: Any, many: bool, context: Any) -> Any:
+        if sql_text.startswith("PRAGMA wal_checkpoint"):
+            rows = Message.objects.count()
+            checkpoints.append((rows, _lock_is_free(), connection.in_atomic_block))
+        return execute(sql_text, params, many, context)
+
+    with connection.execute_wrapper(watch):
+        for i in range(7):
+            working.message_append(thread=thread, role="user", content=f"m{i}")
+
+    # Rows 3 and 6 (rowids of a fresh table), each after its commit, with the lock free.
+    assert checkpoints == [(3, True, False), (6, True, False)]
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA wal_autocheckpoint")
+        assert cursor.fetchone()[0] == 4000  # SQLite's own stays as the net (settings)
+
+
+@sqlite_only
+def test_it_skips_the_checkpoint_inside_a_callers_transaction(project: Project) -> None:
+    # A test runs in a transaction: a checkpoint there would fail, so it is left to later.
+    done = statements(sql.wal_checkpoint)
+
+    assert done == []
+
+
+@sqlite_only
+def test_it_rewrites_placeholders_as_django_does_once_per_query_text(db: None) -> None:
+    query = "SELECT %s, '%%s', '100%%' FROM t WHERE a = %s AND b LIKE '%%x'"
+    django_cursor = django_sqlite.SQLiteCursorWrapper(sqlite3.connect(":memory:"))
+
+    django_converted = django_cursor.convert_query(query)  # type: ignore[attr-defined]
+
+    assert sqlite_backend.qmark(query) == django_converted
+    assert sqlite_backend.qmark(query) == "SELECT ?, '%s', '100%' FROM t WHERE a = ? AND b LIKE '%x'"
+    with connection.cursor() as cursor:
+        assert isinstance(cursor.cursor, sqlite_backend.SQLiteCursorWrapper)
+        cursor.execute("SELECT %s || '%%', %s", ["a", 2])
+        assert cursor.fetchone() == ("a%", 2)
+    hits = sqlite_backend.qmark.cache_info().hits
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT %s || '%%', %s", ["b", 3])
+        assert cursor.fetchone() == ("b%", 3)
+    assert sqlite_backend.qmark.cache_info().hits == hits + 1

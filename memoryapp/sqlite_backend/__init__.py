@@ -1,0 +1,1 @@
+"""Django's SQLite backend with the placeholder conversion cached (issue 11)."""
