@@ -358,21 +358,25 @@ def message_append(
     message._state.adding = False
     message._state.db = transaction.get_connection().alias
     events.message_appended(message)
-    if upkeep.index:
-        _after_commit(sql.search_index_catch_up, "search index catch-up")
-    if upkeep.checkpoint:
-        _after_commit(sql.wal_checkpoint, "WAL checkpoint")
+    _after_commit(upkeep)
     return AppendResult(message=message, compaction_due=_compaction_due(counters))
 
 
-def _after_commit(upkeep: Callable[[], object], what: str) -> None:
-    # After the append committed and left the writers queue: a failure here leaves the
-    # work for the next time (rows stay queued for recall's or the next batch's catch-up;
-    # SQLite's own checkpoint) and never fails the stored append.
-    try:
-        upkeep()
-    except DatabaseError:
-        logger.warning("%s failed", what, exc_info=True)
+def _after_commit(upkeep: sql.Upkeep) -> None:
+    """Run what the append left for after its commit, outside the writers queue (SQLite:
+    the search-index catch-up, then a WAL checkpoint). A failure leaves the work for the
+    next time (rows stay queued for recall's or the next batch's catch-up; SQLite's own
+    checkpoint) and never fails the stored append."""
+    jobs: list[tuple[Callable[[], object], str]] = []
+    if upkeep.index:
+        jobs.append((sql.search_index_catch_up, "search index catch-up"))
+    if upkeep.checkpoint:
+        jobs.append((sql.wal_checkpoint, "WAL checkpoint"))
+    for job, what in jobs:
+        try:
+            job()
+        except DatabaseError:
+            logger.warning("%s failed", what, exc_info=True)
 
 
 def message_list(
