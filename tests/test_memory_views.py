@@ -103,6 +103,22 @@ def test_it_shows_episodes_facts_struck_through_and_the_inbox(world: World) -> N
     assert inbox[0].by_testid("contradiction-newer")[0].full_text() == prius.text
 
 
+def test_it_shows_each_line_of_an_episode_summary_on_its_own_line(world: World) -> None:
+    """The offline summary is one "- fact" line per fact; the page keeps those lines apart
+    (a <br> between them) instead of running them into one paragraph."""
+    for content in ("I drive a Honda Civic", "my sister is Mara"):
+        working.message_append(thread=world.thread, role="user", content=content)
+    episodic.episode_build(thread_id=world.thread.pk, from_sequence=1, to_sequence=2)
+    episode = Episode.objects.get(thread=world.thread)
+    assert episode.summary == "- The user drives a Honda Civic.\n- The user's sister is Mara."
+    response = world.client(world.member).get(url("playground:dataset", world.project, dataset="user_42"))
+    summary = tree(response).by_testid("episode-summary")[0]
+    assert [c.tag for c in summary.children] == ["#text", "br", "#text"]
+    assert [c.text.strip() for c in summary.children if c.tag == "#text"] == [
+        "- The user drives a Honda Civic.", "- The user's sister is Mara.",
+    ]
+
+
 def test_it_answers_the_live_fragment_to_htmx(world: World) -> None:
     civic_then_prius(world)
     response = world.client(world.member).get(
