@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
@@ -16,15 +17,28 @@ from memoryapp.validation import (
     TAGS_MAX,
     THRESHOLD_MAX,
     THRESHOLD_MIN,
+    Problem,
     django_rule,
     is_blank,
     storable_problem,
     text_problem,
 )
 
+
+def _nul_said_by_django(rule: Callable[[str], Problem | None]) -> Callable[[str], Problem | None]:
+    """``rule`` without its ``nul_character`` problem: a form CharField already refuses
+    NUL ("Null characters are not allowed."), so the field's errors said it twice."""
+
+    def check(value: str) -> Problem | None:
+        problem = rule(value)
+        return None if problem is not None and problem[0] == "nul_character" else problem
+
+    return check
+
+
 # The rules /v1 applies (memoryapp.validation), as form field validators.
-VISIBLE_TEXT = [django_rule(text_problem)]
-STORABLE_TEXT = [django_rule(storable_problem)]
+VISIBLE_TEXT = [django_rule(_nul_said_by_django(text_problem))]
+STORABLE_TEXT = [django_rule(_nul_said_by_django(storable_problem))]
 
 
 class _NoColon:
