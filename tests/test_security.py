@@ -87,6 +87,22 @@ def test_it_keeps_secrets_and_passwords_out_of_the_logs(
         assert secret_text not in logged
 
 
+def test_it_keeps_a_key_sent_without_the_bearer_scheme_out_of_the_debug_log(
+    caplog: pytest.LogCaptureFixture, api_key: str, settings: Any
+) -> None:
+    """ninja's HttpBearer logs the whole Authorization header when its scheme is not
+    Bearer and DEBUG is on (as under ./dev serve): a key pasted without "Bearer " ended
+    up in the server's output."""
+    settings.DEBUG = True
+    caplog.set_level(logging.DEBUG)
+    for header in (api_key, f"Token {api_key}", f"Basic {api_key}"):
+        resp = Client(headers={"Authorization": header}).get(f"{BASE}/threads")
+        assert (resp.status_code, resp.json()) == (401, {"error": "Unauthorized"})
+    logged = caplog.text + "".join(json.dumps(r.args, default=str) for r in caplog.records)
+    assert caplog.records, "nothing was logged: the test would prove nothing"
+    assert api_key not in logged
+
+
 # --- rate limits ------------------------------------------------------------------------------
 
 

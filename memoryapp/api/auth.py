@@ -81,6 +81,15 @@ class ApiKeyAuth(HttpBearer):
     raises memoryapp.ratelimit.RateLimited (429), cached or not.
     """
 
+    def __call__(self, request: HttpRequest) -> ApiKey | None:
+        """HttpBearer's header parsing (scheme any case, the rest is the token) without
+        its DEBUG log line, which wrote the whole header, a key sent without "Bearer "
+        included, to the server's output."""
+        scheme, _, token = request.headers.get(self.header, "").partition(" ")
+        if scheme.lower() != self.openapi_scheme:
+            return None
+        return self.authenticate(request, token)
+
     def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
         secret = token.strip()
         digest = hash_secret(secret)
