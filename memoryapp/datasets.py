@@ -209,11 +209,14 @@ def dataset_delete(*, project: Project, dataset: str) -> DatasetDeleted:
 def thread_forget(*, thread: Thread) -> None:
     """DELETE /v1/memory/working/threads/{id}: the thread with everything derived from it
     (messages, summaries, episodes, facts, notes and versions, turns, jobs and their task
-    rows), plus the entities of its dataset no remaining fact refers to. Raises
+    rows), plus the entities of its dataset no remaining fact refers to; an entity
+    summary that quoted one of its facts is replaced (semantic.summaries_refresh). Raises
     ThreadNotFound if it is already gone (memoryapp.working.thread_delete)."""
     with transaction.atomic():
         job_ids = list(Job.objects.filter(thread_id=thread.pk).values_list("pk", flat=True))
+        texts = list(Fact.objects.filter(thread_id=thread.pk).values_list("text", flat=True))
         working.thread_delete(thread=thread)
+        semantic.summaries_refresh(project_id=thread.project_id, dataset=thread.dataset, texts=texts)
         entities_prune(project_id=thread.project_id, datasets=[thread.dataset])
         traces_delete(job_ids=job_ids, thread_ids=[thread.pk])
 

@@ -8,7 +8,8 @@ An entry is a fact invalidated by another fact (``invalidated_by`` set) within t
 - restore: the older fact is current again (``invalidated_at``/``invalidated_by``
   cleared) and the newer one is invalidated by it at the moment of the restore; both
   directions of the pair are recorded as ``restored``, so neither shows in the inbox
-  again. Recall reads ``invalidated_at``, so it follows at once.
+  again. Recall reads ``invalidated_at``, so it follows at once; an entity summary that
+  quoted the newer fact is replaced (memoryapp.semantic.summaries_refresh).
 
 Both tell the dataset's open dashboard pages (events.dataset_changed) once they commit,
 as semantic.fact_delete does for a deleted fact.
@@ -26,7 +27,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
-from memoryapp import events
+from memoryapp import events, semantic
 from memoryapp.errors import FactNotFound
 from memoryapp.models import Fact, FactReview, Project
 
@@ -108,5 +109,6 @@ def contradiction_restore(*, project: Project, fact_id: uuid.UUID, reviewer: Use
         fact.save(update_fields=["invalidated_at", "invalidated_by"])
         newer.invalidated_at, newer.invalidated_by = moment, fact
         newer.save(update_fields=["invalidated_at", "invalidated_by"])
+        semantic.summaries_refresh(project_id=project.pk, dataset=fact.dataset, texts=[newer.text])
         events.dataset_changed(project_id=project.pk, dataset=fact.dataset)
     return fact

@@ -16,6 +16,10 @@ Lineage rules (facts_store):
   for audit. If the stored fact is the newer one (messages extracted out of order), the
   new fact is stored already invalidated by it.
 - Deleting a fact removes it and its search-index row at once (fact_delete).
+- An entity's summary never outlives the fact it quotes: when a fact stops being current
+  (invalidated or deleted), an entity whose summary is that fact's text gets the text of
+  the newest current fact that mentions it, or "" (summaries_refresh, in the same
+  transaction). A summary that is no fact's text (a model wrote it) is left alone.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from django.db import connection, transaction
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memoryapp import events
@@ -85,8 +90,9 @@ class EntityBook:
     ``resolve(name, kind, summary)`` returns the dataset's entity called ``name``,
     creating it if new. A name whose words contain, or are contained in, exactly one
     existing entity's name of a compatible kind ("Civic" and "Honda Civic", "Mara" and
-    "Mara Jones") is that entity. A more specific ``kind`` than "thing" and a first
-    ``summary`` are recorded.
+    "Mara Jones") is that entity. A more specific ``kind`` than "thing" and a
+    ``summary``, when the entity has none, are recorded (summaries_refresh replaces a
+    summary whose fact stops being current).
     """
 
     def __init__(self, *, project: Project, dataset: str) -> None:
@@ -153,6 +159,26 @@ def entity_list(
         last = rows[limit - 1]
         next_cursor = cursor_encode([last.name, str(last.id)])
     return rows[:limit], next_cursor
+
+
+def summaries_refresh(*, project_id: int, dataset: str, texts: Iterable[str]) -> int:
+    """Give each entity of ``dataset`` whose summary is one of ``texts`` (the texts of
+    facts that just stopped being current: invalidated or deleted) the text of the newest
+    current fact that mentions it, or "" when none is left; return how many entities
+    changed. One UPDATE; call it inside the transaction that invalidated or deleted the
+    facts, after it did, so no summary ever quotes a fact that is gone."""
+    gone = {t for t in texts if t}
+    if not gone:
+        return 0
+    newest = (
+        Fact.objects.current()
+        .filter(entities=OuterRef("pk"))
+        .order_by("-valid_from", "-created", "-id")
+        .values("text")[:1]
+    )
+    return Entity.objects.filter(project_id=project_id, dataset=dataset, summary__in=gone).update(
+        summary=Coalesce(Subquery(newest), Value("")), updated=timezone.now()
+    )
 
 
 # --- facts: storing -----------------------------------------------------------------------
@@ -254,6 +280,11 @@ class _Ledger:
                 for entity_id in entity_ids
             ],
             ignore_conflicts=True,
+        )
+        summaries_refresh(
+            project_id=self.episode.project_id,
+            dataset=self.episode.dataset,
+            texts=[f.text for f in self.stored.invalidated],
         )
 
 
@@ -378,12 +409,14 @@ def fact_get(*, project: Project, fact_id: str | uuid.UUID) -> Fact:
 def fact_delete(*, project: Project, fact_id: str | uuid.UUID) -> None:
     """Forget one fact for good (a person's right to have one thing forgotten): the row
     and its full-text index entry go in one transaction, so recall and search stop
-    returning it at once. A fact it had invalidated stays invalidated (what was said
-    stays said) with ``invalidated_by`` cleared; the dataset's open pages are told
+    returning it at once; an entity summary quoting it is replaced (summaries_refresh).
+    A fact it had invalidated stays invalidated (what was said stays said) with
+    ``invalidated_by`` cleared; the dataset's open pages are told
     (events.dataset_changed). Raises FactNotFound."""
     with transaction.atomic():
         fact = fact_get(project=project, fact_id=fact_id)
         fact.delete()
+        summaries_refresh(project_id=project.pk, dataset=fact.dataset, texts=[fact.text])
         events.dataset_changed(project_id=project.pk, dataset=fact.dataset)
 
 

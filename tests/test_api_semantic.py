@@ -115,6 +115,35 @@ def test_it_drops_a_deleted_fact_from_recall_and_its_search_index_at_once(api: A
     assert _indexed("civic") == (0 if connection.vendor == "sqlite" else None)
 
 
+def test_it_drops_a_deleted_facts_text_from_every_entity_summary(
+    api: Api, clock: Clock
+) -> None:
+    """An entity quoting the fact falls back to its newest current fact (issue 8 item 4)."""
+    _episode(api, "I drive a Honda Civic")
+    clock.set("2026-08-20T10:00:00.000Z")
+    _episode(api, "I sold the Civic, I drive a Prius now", "my Civic was red")
+    body = {"dataset": "user_42", "query": "Civic", "include": ["facts"]}
+    before = api.post("/v1/memory/recall", body).json()
+    sold = next(f for f in before["facts"] if f["text"] == "The user sold the Civic.")
+    civic = next(e for e in before["entities"] if e["name"] == "Honda Civic")
+    assert civic["summary"] == "The user sold the Civic."
+
+    assert api.delete(f"{SEMANTIC}/facts/{sold['factId']}").status_code == 204
+
+    entities = api.get(f"{SEMANTIC}/entities", dataset="user_42").json()["entities"]
+    assert [(e["name"], e["summary"]) for e in entities] == [
+        ("Honda Civic", "The user's Civic was red."),
+        ("Prius", "The user drives a Prius now."),
+        ("user", ""),
+    ]
+    after = api.post("/v1/memory/recall", body).json()
+    assert [(e["name"], e["summary"]) for e in after["entities"]] == [
+        ("user", ""),
+        ("Honda Civic", "The user's Civic was red."),
+    ]
+    assert "The user sold the Civic." not in str(after)
+
+
 def _indexed(word: str) -> int | None:
     """Rows of SQLite's fact FTS table matching ``word`` (None on PostgreSQL, whose
     search vector is a column of the fact row itself)."""

@@ -164,3 +164,22 @@ def test_it_summarises_the_most_informative_facts_and_cites_their_messages() -> 
 def test_it_is_deterministic_and_reachable_through_the_offline_adapter() -> None:
     messages = [_m(1, "I live in Oslo. My brother Erik works at Equinor.")]
     assert OfflineModel().extract_episode(messages=messages) == extract_episode(messages)
+
+
+def test_an_entity_summary_is_the_whole_text_of_the_fact_naming_it() -> None:
+    """memoryapp.semantic replaces a summary equal to a fact's text once that fact is
+    invalidated or deleted: a summary cut short would outlive its fact."""
+    long = (
+        "I drive a Honda Civic that my grandfather bought new from a small dealership outside "
+        "of the old harbour town where he worked for forty years as a carpenter building "
+        "fishing boats and wooden furniture for the families who lived along the coast and "
+        "who still remember him fondly whenever they see that very same car driving slowly "
+        "down the main street on sunny Sunday mornings in late summer"
+    )
+    episode = extract_episode([_m(1, long)])
+    (fact,) = episode.facts
+    assert len(fact.text) == 406
+    assert [(e.name, e.summary) for e in episode.entities] == [
+        ("user", ""),
+        ("Honda Civic", fact.text),
+    ]

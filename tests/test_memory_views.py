@@ -204,6 +204,9 @@ def test_it_restores_the_older_fact_and_invalidates_the_newer_by_it(world: World
     current = Fact.objects.current().filter(project=world.project).values_list("text", flat=True)
     assert sorted(current) == ["The user drives a Honda Civic.", "The user sold the Civic."]
     assert fact_review.contradiction_list(project=world.project, dataset="user_42") == []
+    # The Prius entity quoted the Prius fact, now invalidated, and no current fact names it.
+    summaries = dict(Entity.objects.filter(project=world.project).values_list("name", "summary"))
+    assert summaries == {"Honda Civic": "The user sold the Civic.", "Prius": "", "user": ""}
 
 
 def test_it_lists_the_projects_jobs_with_errors_retry_and_threadless_ones(world: World) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memoryapp import episodic, semantic, serializers, working
+from memoryapp import datasets, episodic, semantic, serializers, working
 from memoryapp.errors import FactNotFound, InvalidInput
 from memoryapp.models import Entity, Fact, Message, Project, Thread
 from tests.conftest import Clock
@@ -45,6 +45,76 @@ def test_it_invalidates_the_older_value_of_a_single_valued_attribute(
     ]
     every, _ = semantic.fact_list(project=project, dataset="user_42", include_invalidated=True)
     assert civic in every
+
+
+def _summaries(project: Project) -> dict[str, str]:
+    return dict(Entity.objects.filter(project=project).values_list("name", "summary"))
+
+
+def test_an_entity_summary_moves_on_when_its_fact_is_invalidated(
+    project: Project, clock: Clock
+) -> None:
+    _episode(_thread(project), "I drive a Honda Civic")
+    assert _summaries(project)["Honda Civic"] == "The user drives a Honda Civic."
+    clock.set("2026-08-20T10:00:00.000Z")
+    _episode(_thread(project), "I sold the Civic, I drive a Prius now")
+
+    assert _summaries(project) == {
+        "Honda Civic": "The user sold the Civic.",
+        "Prius": "The user drives a Prius now.",
+        "user": "",
+    }
+
+
+def test_a_deleted_fact_leaves_no_entity_summary_behind(project: Project, clock: Clock) -> None:
+    _episode(_thread(project), "I drive a Honda Civic")
+    clock.set("2026-08-20T10:00:00.000Z")
+    _episode(_thread(project), "I sold the Civic, I drive a Prius now")
+    sold = Fact.objects.get(text="The user sold the Civic.")
+
+    datasets.fact_forget(project=project, fact_id=sold.pk)
+
+    # Honda Civic is still named by the invalidated fact, but no current fact is left.
+    assert _summaries(project) == {
+        "Honda Civic": "",
+        "Prius": "The user drives a Prius now.",
+        "user": "",
+    }
+
+
+def test_a_forgotten_threads_facts_leave_no_entity_summary_behind(
+    project: Project, clock: Clock
+) -> None:
+    first = _thread(project)
+    _episode(first, "I drive a Honda Civic")
+    clock.set("2026-08-20T10:00:00.000Z")
+    _episode(_thread(project), "my Civic was red")
+    assert _summaries(project)["Honda Civic"] == "The user drives a Honda Civic."
+
+    datasets.thread_forget(thread=first)
+
+    assert _summaries(project) == {"Honda Civic": "The user's Civic was red.", "user": ""}
+
+
+def test_a_model_written_summary_stays_unless_it_is_the_removed_facts_text(
+    project: Project, clock: Clock
+) -> None:
+    _episode(_thread(project), "I drive a Honda Civic", "my sister is Mara")
+    # As the Gemini path records them: a summary of its own, and one quoting a fact.
+    Entity.objects.filter(key="honda civic").update(summary="A compact car the user owns.")
+    Entity.objects.filter(key="user").update(summary="The user's sister is Mara.")
+    clock.set("2026-08-20T10:00:00.000Z")
+    _episode(_thread(project), "I drive a Prius now")
+    assert _summaries(project)["Honda Civic"] == "A compact car the user owns."
+
+    semantic.fact_delete(project=project, fact_id=Fact.objects.get(value="Mara").pk)
+
+    assert _summaries(project) == {
+        "Honda Civic": "A compact car the user owns.",
+        "Mara": "",
+        "Prius": "The user drives a Prius now.",
+        "user": "The user drives a Prius now.",
+    }
 
 
 def test_it_merges_a_reworded_duplicate_instead_of_storing_it(

@@ -585,7 +585,9 @@ def _confirm_names(found: list[_Found]) -> None:
 
 def _entities(found: list[_Found]) -> tuple[list[ExtractedEntity], Counter[str]]:
     """The episode's entities, each with its most specific kind and, unless it is a
-    speaker, the first fact that names it as its summary."""
+    speaker, the first fact that names it as its summary: the fact's whole text, so
+    memoryapp.semantic can tell the summary quotes that fact and replace it once the fact
+    is invalidated or deleted."""
     speakers = {f.subject.casefold() for f in found}
     kinds: dict[str, ExtractedEntity] = {}
     mentions: Counter[str] = Counter()
@@ -597,7 +599,7 @@ def _entities(found: list[_Found]) -> tuple[list[ExtractedEntity], Counter[str]]
             if known is None or (known.kind == "thing" and kind != "thing"):
                 summary = known.summary if known else ("" if key in speakers else fact.text)
                 kinds[key] = ExtractedEntity(
-                    name=known.name if known else name, kind=kind, summary=summary[:300]
+                    name=known.name if known else name, kind=kind, summary=summary
                 )
     return list(kinds.values()), mentions
 
