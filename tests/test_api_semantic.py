@@ -121,7 +121,10 @@ def test_it_drops_a_deleted_facts_text_from_every_entity_summary(
     """An entity quoting the fact falls back to its newest current fact (issue 8 item 4)."""
     _episode(api, "I drive a Honda Civic")
     clock.set("2026-08-20T10:00:00.000Z")
-    _episode(api, "I sold the Civic, I drive a Prius now", "my Civic was red")
+    _episode(api, "I sold the Civic, I drive a Prius now")
+    # Later than the sale, so "newest current fact" is one fact, not a tie broken by ids.
+    clock.set("2026-08-21T10:00:00.000Z")
+    _episode(api, "my Civic was red")
     body = {"dataset": "user_42", "query": "Civic", "include": ["facts"]}
     before = api.post("/v1/memory/recall", body).json()
     sold = next(f for f in before["facts"] if f["text"] == "The user sold the Civic.")
