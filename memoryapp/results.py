@@ -181,8 +181,21 @@ class ContextWindow:
         )
 
 
+class _ThreadRow:
+    """What a thread row's read-only view shares with Thread: ``message_total`` from
+    ``next_sequence`` (numbers have no gaps). No fields or slots of its own."""
+
+    __slots__ = ()
+    next_sequence: int
+
+    @property
+    def message_total(self) -> int:
+        """Every row in the thread, summaries and compacted rows included (Thread.message_total)."""
+        return self.next_sequence - 1
+
+
 @dataclass(frozen=True, slots=True)
-class ThreadView:
+class ThreadView(_ThreadRow):
     """A thread as the /v1 thread resource and the dashboard's thread list show it.
 
     The columns serializers.thread_to_dict reads, under the model's attribute names (so
@@ -211,14 +224,9 @@ class ThreadView:
         """The thread's id, as Thread.pk."""
         return self.id
 
-    @property
-    def message_total(self) -> int:
-        """Every row in the thread, summaries and compacted rows included (Thread.message_total)."""
-        return self.next_sequence - 1
-
 
 @dataclass(frozen=True, slots=True)
-class ThreadCounters:
+class ThreadCounters(_ThreadRow):
     """The thread row's counters GET stats reports (spec 002), under the model's
     attribute names, so working.thread_stats and CompactionState.of take it or a Thread
     alike; memoryapp.sql.thread_counters reads exactly these columns."""
@@ -239,11 +247,6 @@ class ThreadCounters:
     last_compacted_at: datetime | None
     last_compaction_error: str
     last_compaction_error_at: datetime | None
-
-    @property
-    def message_total(self) -> int:
-        """Every row in the thread, summaries and compacted rows included (Thread.message_total)."""
-        return self.next_sequence - 1
 
 
 @dataclass(frozen=True, slots=True)
