@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
-from memoryapp import compaction_history, events, llm, notes
+from memoryapp import compaction_history, events, llm, notes, summary_rules
 from memoryapp.compaction_history import RunStart
 from memoryapp.compaction_lease import compaction_lease
 from memoryapp.errors import ModelCallFailed, ThreadNotFound
@@ -104,20 +104,33 @@ def _summary_budget(agent: Agent) -> int:
 def _summarize(
     agent: Agent, previous: str | None, fold: list[Message], open_notes: list[MemoryNote]
 ) -> Summary | None:
-    """The model call (outside every transaction), or None when none is due."""
+    """The model call (outside every transaction), or None when none is due.
+
+    A fold too short for any useful summary is its own summary (memoryapp.summary_rules):
+    with no open note to keep current, no model call is made (``model`` is ``""``);
+    otherwise the call still rewrites the notes and its summary text is replaced by the
+    fold's own words. A summary that says nothing is a failed call (ModelError)."""
     if agent.compaction_type != Agent.CompactionType.SUMMARIZE or not _has_news(fold):
         return None
-    return llm.get_model().summarize(
+    # A recorded call goes in as a ``tool`` line too: its text says what was called,
+    # and the summarizer must not take the agent's own tool traffic for conversation.
+    transcript = [
+        TranscriptMessage(m.sequence_number, "tool" if is_tool_call(m) else m.role, m.content)
+        for m in fold
+    ]
+    budget = _summary_budget(agent)
+    verbatim = summary_rules.verbatim(previous_summary=previous, messages=transcript, max_tokens=budget)
+    if verbatim is not None and not open_notes:
+        return verbatim
+    summary = llm.get_model().summarize(
         previous_summary=previous,
-        # A recorded call goes in as a ``tool`` line too: its text says what was called,
-        # and the summarizer must not take the agent's own tool traffic for conversation.
-        messages=[
-            TranscriptMessage(m.sequence_number, "tool" if is_tool_call(m) else m.role, m.content)
-            for m in fold
-        ],
-        max_tokens=_summary_budget(agent),
+        messages=transcript,
+        max_tokens=budget,
         open_notes=[OpenNote(n.name, n.description, n.content) for n in open_notes],
     )
+    if verbatim is not None:
+        return replace(summary, text=verbatim.text)
+    return summary_rules.checked(summary)
 
 
 def _previous_summary(checkpoint: Message | None) -> str | None:
@@ -183,10 +196,12 @@ def _commit(read: _Read, summary: Summary | None) -> CompactionResult:
             raise _LostRace()
         if previous is not None:
             Message.objects.filter(pk=previous.pk).update(compacted_at=now)
-        usage = summary.usage if summary else None
+        called = summary is not None and not summary_rules.is_verbatim(summary)
+        usage = summary.usage if summary is not None and called else None
         row = Message.objects.create(
             thread=locked, sequence_number=locked.next_sequence, role=Message.Role.SYSTEM,
-            content="", model=summary.model if summary else None, is_summary=True,
+            content="", model=summary.model if summary is not None and called else None,
+            is_summary=True,
             covers_from_sequence=min(first, previous.covers_from_sequence or first) if previous else first,
             covers_to_sequence=last,
             tokens_input=usage.input_tokens if usage else None,
@@ -212,7 +227,7 @@ def _commit(read: _Read, summary: Summary | None) -> CompactionResult:
             "agentName": read.agent.name,
             "checkpoint": {
                 "kind": read.agent.compaction_type, "forced": read.forced, "summary": summary_text,
-                "modelCalled": summary is not None, "writeBacksRefused": refused,
+                "modelCalled": called, "writeBacksRefused": refused,
             },
         }
         row.save(update_fields=["content", "metadata"])
@@ -250,7 +265,8 @@ def _run_once(thread_id: uuid.UUID, manual: bool, trigger: str) -> CompactionRes
     try:
         return _commit(read, summary)
     except _LostRace:
-        if summary is not None:  # a model call was paid for and its summary thrown away
+        if summary is not None and not summary_rules.is_verbatim(summary):
+            # a model call was paid for and its summary thrown away
             compaction_history.record(
                 read.start, outcome=CompactionRun.Outcome.DISCARDED, model=summary.model,
                 call_usage=summary.usage,
@@ -259,7 +275,7 @@ def _run_once(thread_id: uuid.UUID, manual: bool, trigger: str) -> CompactionRes
     except (OperationalError, InterfaceError) as exc:  # rolled back; still history (issue 10)
         compaction_history.record_lost_database(
             read.start, exc, model=summary.model if summary else "",
-            call_usage=summary.usage if summary else None,
+            call_usage=summary.usage if summary and not summary_rules.is_verbatim(summary) else None,
         )
         raise
 

@@ -27,7 +27,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
-from memoryapp import compaction_history, events, llm, working
+from memoryapp import compaction_history, events, llm, summary_rules, working
 from memoryapp.compaction_history import RunStart
 from memoryapp.compaction_lease import compaction_lease
 from memoryapp.errors import ModelCallFailed, ThreadNotFound
@@ -126,37 +126,48 @@ def _run_once(
     previous = thread.active_summary
     start = RunStart(thread.pk, trigger, "summary", to_fold, previous)
 
-    # The model call: outside every transaction and lock.
-    model = llm.get_model()
+    transcript = [TranscriptMessage(m.sequence_number, m.role, m.content) for m in to_fold]
+    max_tokens = int(settings.MEMORY_SUMMARY_MAX_TOKENS)
+    previous_text = previous.content if previous else None
+    # A fold too short for any useful summary is its own summary (memoryapp.summary_rules).
+    summary = summary_rules.verbatim(
+        previous_summary=previous_text, messages=transcript, max_tokens=max_tokens
+    )
+    called = summary is None
+    if summary is None:
+        # The model call: outside every transaction and lock.
+        try:
+            summary = summary_rules.checked(
+                llm.get_model().summarize(
+                    previous_summary=previous_text, messages=transcript, max_tokens=max_tokens
+                )
+            )
+        except ModelError as exc:
+            compaction_history.record_failure(start, exc)
+            raise
+    call_usage = summary.usage if called else None
     try:
-        summary = model.summarize(
-            previous_summary=previous.content if previous else None,
-            messages=[TranscriptMessage(m.sequence_number, m.role, m.content) for m in to_fold],
-            max_tokens=int(settings.MEMORY_SUMMARY_MAX_TOKENS),
-        )
-    except ModelError as exc:
-        compaction_history.record_failure(start, exc)
-        raise
-    try:
-        return _commit(start, summary)
+        return _commit(start, summary, called=called)
     except _LostRace:
         compaction_history.record(
             start,
             outcome=CompactionRun.Outcome.DISCARDED,
             model=summary.model,
-            call_usage=summary.usage,
+            call_usage=call_usage,
         )
         raise
     except CONNECTION_LOST as exc:  # rolled back; the run is still history (issue 10)
         compaction_history.record_lost_database(
-            start, exc, model=summary.model, call_usage=summary.usage
+            start, exc, model=summary.model, call_usage=call_usage
         )
         raise
 
 
-def _commit(start: RunStart, summary: Summary) -> CompactionResult:
+def _commit(start: RunStart, summary: Summary, *, called: bool) -> CompactionResult:
     """Step 3 of the protocol: fold ``start.fold`` into a new summary row holding
-    ``summary`` and record the run, in one transaction; _LostRace if another run won."""
+    ``summary`` and record the run, in one transaction; _LostRace if another run won.
+    ``called`` False: ``summary`` is the fold word for word, no model call was made (the
+    row has no model or tokens, the run no cost)."""
     thread_id, to_fold, previous = start.thread_id, start.fold, start.previous
     now = timezone.now()
     fold_ids = [m.id for m in to_fold]
@@ -182,15 +193,17 @@ def _commit(start: RunStart, summary: Summary) -> CompactionResult:
             sequence_number=sequence,
             role=Message.Role.SYSTEM,
             content=summary.text,
-            model=summary.model,
+            model=summary.model if called else None,
             is_summary=True,
             covers_from_sequence=min(first, previous.covers_from_sequence or first)
             if previous
             else first,
             covers_to_sequence=last,
-            tokens_input=summary.usage.input_tokens,
-            tokens_output=summary.usage.output_tokens,
-            tokens_total=summary.usage.input_tokens + summary.usage.output_tokens,
+            tokens_input=summary.usage.input_tokens if called else None,
+            tokens_output=summary.usage.output_tokens if called else None,
+            tokens_total=summary.usage.input_tokens + summary.usage.output_tokens
+            if called
+            else None,
             created_at=now,
         )
         _record_run(locked, summary_row, folded=len(fold_ids))
@@ -199,7 +212,7 @@ def _commit(start: RunStart, summary: Summary) -> CompactionResult:
             outcome=CompactionRun.Outcome.SUCCEEDED,
             summary_row=summary_row,
             model=summary.model,
-            call_usage=summary.usage,
+            call_usage=summary.usage if called else None,
             dropped=dropped,
         )
         result = CompactionResult(

@@ -251,6 +251,10 @@ GEMINI_RETRY_ATTEMPTS = env_int("GEMINI_RETRY_ATTEMPTS", 3)
 GEMINI_RETRY_INITIAL_DELAY_SECONDS = env_float("GEMINI_RETRY_INITIAL_DELAY_SECONDS", 1.0)
 # Upper bound on a rolling summary's length, in tokens as memoryapp.tokens counts them.
 MEMORY_SUMMARY_MAX_TOKENS = env_int("MEMORY_SUMMARY_MAX_TOKENS", 1024)
+# A compaction whose folded text (previous summary + "- role: content" lines) is at most
+# this many tokens keeps that text word for word as the summary, with no model call
+# (memoryapp.summary_rules); 0 always summarises.
+MEMORY_SUMMARY_VERBATIM_TOKENS = env_int("MEMORY_SUMMARY_VERBATIM_TOKENS", 64)
 # How long an automatic compaction run may hold a thread before another may start one.
 MEMORY_COMPACTION_LEASE_SECONDS = env_int("MEMORY_COMPACTION_LEASE_SECONDS", 120)
 # Minutes of silence after which `manage.py end_idle_threads` ends a thread (queues its

@@ -227,9 +227,11 @@ def test_it_reports_a_compaction_tripped_by_the_turn(client: Client, project: Pr
     summary = _message(thread, 4)
     assert summary.is_summary
     assert (summary.covers_from_sequence, summary.covers_to_sequence) == (1, 2)
+    # Two short messages are kept word for word (memoryapp.summary_rules): no model call.
+    assert summary.content.endswith("- user: Which car fits a dog crate?")
+    assert summary.tokens_total is None
     compaction = UsageLine.objects.get(kind="compaction")
-    assert compaction.quantity == summary.tokens_total
-    assert compaction.cost == Decimal(0)
+    assert (compaction.quantity, compaction.cost) == (0, Decimal(0))
 
 
 def test_it_prepares_with_the_requested_message_limit(client: Client, project: Project) -> None:

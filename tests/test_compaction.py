@@ -104,7 +104,10 @@ class FakeSummarizer:
 
 
 @pytest.fixture
-def summarizer(monkeypatch: pytest.MonkeyPatch) -> FakeSummarizer:
+def summarizer(monkeypatch: pytest.MonkeyPatch, settings: Any) -> FakeSummarizer:
+    # These tests drive the model call; a fold short enough to be kept word for word
+    # (memoryapp.summary_rules) is tested in tests/test_short_folds.py.
+    settings.MEMORY_SUMMARY_VERBATIM_TOKENS = 0
     fake = FakeSummarizer()
     # Handed out as the registry hands out every adapter (a stray error becomes ModelError).
     monkeypatch.setattr(llm, "get_model", lambda: GuardedModel(fake))

@@ -63,6 +63,9 @@ def model(monkeypatch: pytest.MonkeyPatch, settings: Any) -> ScriptedSummarizer:
     settings.MEMORY_LLM_ADAPTER = "gemini"
     settings.MEMORY_PRICE_INPUT_PER_MTOK = "1.25"
     settings.MEMORY_PRICE_OUTPUT_PER_MTOK = "10"
+    # These tests drive the model call; a fold short enough to be kept word for word
+    # (memoryapp.summary_rules) is tested in tests/test_short_folds.py.
+    settings.MEMORY_SUMMARY_VERBATIM_TOKENS = 0
     return fake
 
 
@@ -200,7 +203,8 @@ def test_an_agent_compaction_is_recorded_with_the_agents_mode(project: Project) 
     )
 
 
-def test_an_agent_summarize_run_records_the_model_call(project: Project) -> None:
+def test_an_agent_summarize_run_records_the_model_call(project: Project, settings: Any) -> None:
+    settings.MEMORY_SUMMARY_VERBATIM_TOKENS = 0  # summarised, not kept word for word
     thread = make_thread(project, max_tokens=1_000_000)
     compaction.message_append_compacting(
         thread=thread, role="user", content="We sail for Tortuga at dawn."

@@ -181,8 +181,8 @@ def _failed_runs(thread_id: str) -> list[tuple[Any, ...]]:
 
 def test_an_automatic_run_that_lost_the_connection_is_recorded_as_failed(api: Api) -> None:
     thread_id = api.create_thread(autoCompactThreshold=3)["threadId"]
-    for n in (1, 2):
-        api.append(thread_id, f"m{n}")
+    for n in (1, 2):  # long enough to be summarised (a model call), not kept word for word
+        api.append(thread_id, f"m{n}: Alice drives a Honda Civic to Lisbon on March {n}. " * 3)
     with connection_drops_at(_inserts_summary) as hit:
         resp = api.append(thread_id, "m3")
     assert hit != [] and (resp.status_code, resp.json()["compacted"]) == (201, False)

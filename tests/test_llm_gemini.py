@@ -74,6 +74,9 @@ def gemini(fake_gemini: FakeGeminiServer, settings: Any) -> GeminiModel:
     settings.GEMINI_SUMMARY_MODEL = SUMMARY_MODEL
     settings.GEMINI_CHAT_MODEL = CHAT_MODEL
     settings.GEMINI_EMBED_MODEL = EMBED_MODEL
+    # These tests drive the model call; a fold short enough to be kept word for word
+    # (memoryapp.summary_rules) is tested in tests/test_short_folds.py.
+    settings.MEMORY_SUMMARY_VERBATIM_TOKENS = 0
     model = get_model()
     assert isinstance(model, GuardedModel)
     assert isinstance(model.inner, GeminiModel)
@@ -812,3 +815,38 @@ def test_it_records_a_failed_auto_compaction_and_compacts_on_the_next_insert(
         "system",
         "- user said m1, m2 and m3",
     )
+
+
+def test_a_short_fold_makes_no_gemini_call(
+    api: Api, gemini: GeminiModel, fake_gemini: FakeGeminiServer, settings: Any
+) -> None:
+    settings.MEMORY_SUMMARY_VERBATIM_TOKENS = 64  # the default (the fixture turns it off)
+    thread_id = api.create_thread()["threadId"]
+    api.append(thread_id, "hi")
+    api.append(thread_id, "ok", role="assistant")
+
+    assert api.post(url(thread_id, "compact")).status_code == 200
+
+    assert fake_gemini.requests == []
+    assert rows(api, thread_id)[-1]["content"] == (
+        "Earlier in this conversation (kept word for word):\n- user: hi\n- assistant: ok"
+    )
+
+
+def test_a_gemini_summary_that_says_nothing_fails_the_compaction(
+    api: Api, gemini: GeminiModel, fake_gemini: FakeGeminiServer
+) -> None:
+    thread_id = api.create_thread()["threadId"]
+    for message in CONVERSATION:
+        api.append(thread_id, message.content, role=message.role)
+    fake_gemini.enqueue(FakeResponse(body=text_response("- user:")))
+
+    resp = api.post(url(thread_id, "compact"))
+
+    assert resp.status_code == 502
+    assert resp.json() == {
+        "error": "Model call failed",
+        "kind": "bad_response",
+        "detail": "the summary says nothing ('- user:')",
+    }
+    assert Message.objects.filter(thread_id=thread_id, is_summary=True).count() == 0
