@@ -9,7 +9,15 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
@@ -171,8 +179,11 @@ class TokensIn(_In):
 
     An empty object is refused (``{}`` would count as a message that reported zero
     tokens), so is ``input + output`` above INT32_MAX (the total stored must fit the
-    column, as every field does), and so is a ``total`` below ``input + output``: providers count total as at
-    least prompt plus completion (Gemini adds thinking and tool-use tokens on top).
+    column, as every field does), and so is a ``total`` below ``input + output`` (the issue
+    names ``tokens.total``). A ``total`` above it is kept as sent: spec 002 asks only for
+    non-negative integers, and providers count total as at least prompt plus completion
+    (Gemini adds thinking and tool-use tokens on top), so equality would refuse real
+    telemetry (docs/api.md, "Limits").
     """
 
     model_config = ConfigDict(extra="ignore", json_schema_extra=_one_count_given)
@@ -180,6 +191,19 @@ class TokensIn(_In):
     input: NonNegInt | None = None
     output: NonNegInt | None = None
     total: NonNegInt | None = None
+
+    @field_validator("total")
+    @classmethod
+    def _not_below_parts(cls, total: int | None, info: ValidationInfo) -> int | None:
+        # input and output are validated first (field order); a part that failed is absent.
+        parts = (info.data.get("input") or 0) + (info.data.get("output") or 0)
+        if total is not None and total < parts <= INT32_MAX:
+            raise PydanticCustomError(
+                "inconsistent_tokens",
+                "tokens.total ({total}) is less than input + output ({parts})",
+                {"total": total, "parts": parts},
+            )
+        return total
 
     @model_validator(mode="after")
     def _consistent(self) -> TokensIn:
@@ -194,12 +218,6 @@ class TokensIn(_In):
                 "tokens_too_large",
                 "tokens.input + tokens.output ({parts}) is more than {limit}",
                 {"parts": parts, "limit": INT32_MAX},
-            )
-        if self.total is not None and self.total < parts:
-            raise PydanticCustomError(
-                "inconsistent_tokens",
-                "tokens.total ({total}) is less than input + output ({parts})",
-                {"total": self.total, "parts": parts},
             )
         return self
 
