@@ -18,7 +18,9 @@ from tests.test_dashboard_views import tree, url
 
 
 @pytest.fixture
-def model(monkeypatch: pytest.MonkeyPatch) -> ScriptedSummarizer:
+def model(monkeypatch: pytest.MonkeyPatch, settings: Any) -> ScriptedSummarizer:
+    # The model writes every summary here, short folds included (memoryapp.summary_rules).
+    settings.MEMORY_SUMMARY_VERBATIM_TOKENS = 0
     fake = ScriptedSummarizer()
     monkeypatch.setattr(llm, "get_model", lambda: GuardedModel(fake))
     return fake

@@ -795,11 +795,16 @@ class _TimingOutModel:
 
 
 def test_it_shows_a_failed_compaction_job_with_its_error_and_a_member_retries_it(
-    world: World, monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any
+    world: World,
+    monkeypatch: pytest.MonkeyPatch,
+    django_capture_on_commit_callbacks: Any,
+    settings: Any,
 ) -> None:
     _fill(world.thread, 2)
     real_model = llm.get_model
     monkeypatch.setattr(llm, "get_model", lambda: _TimingOutModel())
+    # "m1", "m2" would be kept word for word without a model call (memoryapp.summary_rules).
+    settings.MEMORY_SUMMARY_VERBATIM_TOKENS = 0
     client = world.client(world.member)
     with django_capture_on_commit_callbacks(execute=True):
         client.post(url("playground:thread-compact", world.project, world.thread.pk))
@@ -812,6 +817,7 @@ def test_it_shows_a_failed_compaction_job_with_its_error_and_a_member_retries_it
     assert Message.objects.filter(thread=world.thread, compacted_at__isnull=False).count() == 0
 
     monkeypatch.setattr(llm, "get_model", real_model)
+    settings.MEMORY_SUMMARY_VERBATIM_TOKENS = 64  # the retry keeps the short fold word for word
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(url("playground:job-retry", world.project, job.pk), follow=True)
     assert response.redirect_chain == [(url("playground:thread", world.project, world.thread.pk), 302)]
