@@ -154,7 +154,7 @@ SERVER_COMMANDS = {
     # As ./dev serve runs it.
     "uvicorn": lambda port: [
         "uvicorn", "memoryapp.asgi:application", "--host", "127.0.0.1", "--port", str(port),
-        "--log-level", "warning", "--no-access-log",
+        "--log-level", "warning", "--no-access-log", "--no-proxy-headers",
     ],
     "daphne": lambda port: [
         "daphne", "-b", "127.0.0.1", "-p", str(port), "-v", "0", "memoryapp.asgi:application",

@@ -107,7 +107,7 @@ class Server:
                 str(checkout / ".venv" / "bin" / "uvicorn"), "memoryapp.asgi:application",
                 "--host", "127.0.0.1", "--port", str(self.port), "--no-access-log",
                 "--lifespan", "off", "--log-level", "warning",
-                "--http", "memoryapp.server:HttpProtocol",
+                "--http", "memoryapp.server:HttpProtocol", "--no-proxy-headers",
             ],
             cwd=checkout, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
         )

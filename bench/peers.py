@@ -350,7 +350,7 @@ def serving(port: int, log: Path) -> Iterator[subprocess.Popen[bytes]]:
     command = [
         str(Path(sys.executable).with_name("uvicorn")), "memoryapp.asgi:application",
         "--host", "127.0.0.1", "--port", str(port), "--no-access-log", "--lifespan", "off",
-        "--log-level", "warning", "--http", "memoryapp.server:HttpProtocol",
+        "--log-level", "warning", "--http", "memoryapp.server:HttpProtocol", "--no-proxy-headers",
     ]
     with log.open("wb") as out:
         proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)

@@ -88,6 +88,7 @@ class Cluster:
                     "--lifespan",
                     "off",
                     "--no-access-log",
+                    "--no-proxy-headers",
                     "--log-level",
                     "warning",
                     # Longer than a client stays idle between calls (uvicorn's default is 5 s).

@@ -9,13 +9,12 @@ to uvicorn with ``--fd``, so no port can be taken by someone else meanwhile.
 
 from __future__ import annotations
 
+import http.client
 import os
 import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,6 +22,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT_S = 60
+#: uvicorn's options in ./dev (serve and prod), after the address; tests/test_proxy_headers.py
+#: checks ./dev still passes exactly these.
+DEV_SERVE_OPTIONS = (
+    "--no-access-log", "--lifespan", "off", "--http", "memoryapp.server:HttpProtocol",
+    "--no-proxy-headers",
+)  # fmt: skip
 
 
 @dataclass
@@ -63,8 +68,7 @@ def uvicorn_server(env: dict[str, str], *extra: str) -> Iterator[Server]:
     port = sock.getsockname()[1]
     command = [
         sys.executable, "-m", "uvicorn", "memoryapp.asgi:application",
-        "--fd", str(sock.fileno()), "--no-access-log", "--lifespan", "off",
-        "--http", "memoryapp.server:HttpProtocol", *extra,
+        "--fd", str(sock.fileno()), *DEV_SERVE_OPTIONS, *extra,
     ]  # fmt: skip
     process = subprocess.Popen(
         command,
@@ -92,13 +96,15 @@ def uvicorn_server(env: dict[str, str], *extra: str) -> Iterator[Server]:
 def _wait_until_up(server: Server) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while True:
-        try:
-            with urllib.request.urlopen(f"{server.url}/login/", timeout=5):
-                return
-        except urllib.error.HTTPError:
-            return  # it answered
-        except OSError:
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+        try:  # any answer will do (a redirect to HTTPS is not followed)
+            conn.request("GET", "/login/")
+            conn.getresponse().read()
+            return
+        except (OSError, http.client.HTTPException):
             pass
+        finally:
+            conn.close()
         if server.process.poll() is not None or time.monotonic() > deadline:
             server.process.kill()
             output = server.process.communicate()[0]

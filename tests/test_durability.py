@@ -69,7 +69,7 @@ class Server:
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
                 [
-                    sys.executable, "-m", "uvicorn", "memoryapp.asgi:application",
+                    sys.executable, "-m", "uvicorn", "memoryapp.asgi:application", "--no-proxy-headers",
                     "--fd", str(fd), "--lifespan", "off", "--no-access-log",
                     "--log-level", "warning",
                 ],
