@@ -10,7 +10,8 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.handlers.base import BaseHandler
 from django.core.handlers.exception import convert_exception_to_response
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import resolve_url
 from django.urls import reverse
 from django.utils.module_loading import import_string
@@ -77,6 +78,46 @@ class ApiChainMiddleware:
         if self.is_api(request.path):
             return self.api(request)
         return self.browser(request)
+
+
+class ApiHeadMiddleware:
+    """HEAD on /v1 answers as GET would, without the body (RFC 9110 section 9.3.2): the
+    same status and headers, Content-Length that of the GET body.
+
+    django-ninja routes only the methods an operation names, so HEAD was 405 on every GET
+    route. Outermost in settings.API_MIDDLEWARE: everything inside (auth, rate limit, the
+    route, ApiHeadersMiddleware's Content-Length) sees a GET; the body is dropped on the
+    way out. A 405 whose ``Allow`` offers GET offers HEAD too.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        if request.method != "HEAD":
+            return self._allow_head(self.get_response(request))
+        request.method = "GET"
+        try:
+            response = self._allow_head(self.get_response(request))
+        finally:
+            request.method = "HEAD"
+        if isinstance(response, StreamingHttpResponse):
+            # No length to give (GET sends it chunked); the body's iterator is closed with
+            # the response, by the closers it registered.
+            response.streaming_content = []
+        elif isinstance(response, HttpResponse):
+            length = response.get("Content-Length", str(len(response.content)))
+            response.content = b""
+            response["Content-Length"] = length
+        return response
+
+    @staticmethod
+    def _allow_head(response: HttpResponseBase) -> HttpResponseBase:
+        if response.status_code == 405 and response.has_header("Allow"):
+            allow = [m.strip() for m in response["Allow"].split(",") if m.strip()]
+            if "GET" in allow and "HEAD" not in allow:
+                response["Allow"] = ", ".join([*allow, "HEAD"])
+        return response
 
 
 class ApiHeadersMiddleware:

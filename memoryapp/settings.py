@@ -69,6 +69,7 @@ MIDDLEWARE = [
 # no session, CSRF, messages, htmx or static files; the security headers that matter for
 # JSON; every error JSON (docs/decisions.md, "Hot paths").
 API_MIDDLEWARE = [
+    "memoryapp.middleware.ApiHeadMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "memoryapp.middleware.ApiHeadersMiddleware",
     "memoryapp.middleware.ApiJsonErrorsMiddleware",
