@@ -43,6 +43,20 @@ NUMBER_TOO_LONG = [
 ]
 
 
+# Levels of arrays and objects a request body may nest (the body itself is level 1): far
+# above what any field takes (thread metadata: 32 levels), well below where Python's JSON
+# parser gives up (its recursion limit, ~1000 less the stack in use).
+BODY_MAX_DEPTH = 100
+TOO_DEEP = [
+    {
+        "path": [],
+        "message": "Request body is nested too deeply: at most "
+        f"{BODY_MAX_DEPTH} levels of arrays and objects",
+        "code": "too_deep",
+    }
+]
+
+
 class MemoryError_(Exception):
     """Base of the domain's errors."""
 

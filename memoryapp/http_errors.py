@@ -7,7 +7,9 @@ nothing a client can send produces a 500, and a 500 never carries a traceback.
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -16,11 +18,14 @@ from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
+from ninja.parser import Parser
 
 from memoryapp.errors import (
+    BODY_MAX_DEPTH,
     BODY_TOO_LARGE,
     INVALID_JSON,
     NUMBER_TOO_LONG,
+    TOO_DEEP,
     InvalidInput,
     ModelCallFailed,
     error_body,
@@ -62,10 +67,45 @@ def validation_issues(errors: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return issues
 
 
+class BodyTooDeep(ValueError):
+    """A request body nests arrays and objects more than BODY_MAX_DEPTH levels."""
+
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
+_BRACKET = re.compile(rb"[\[\]{}]")
+
+
+def body_depth(body: bytes) -> int:
+    """How deep ``body`` (JSON text) nests arrays and objects; brackets inside strings do
+    not count. Only an upper bound (the brackets' count) when that is within BODY_MAX_DEPTH,
+    which it is for nearly every body: the exact walk runs only past it."""
+    opened = body.count(b"[") + body.count(b"{")
+    if opened <= BODY_MAX_DEPTH:
+        return opened
+    depth = deepest = 0
+    for bracket in _BRACKET.findall(_JSON_STRING.sub(b'""', body)):
+        depth += 1 if bracket in b"[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+class JsonBodyParser(Parser):
+    """ninja's JSON body parser, refusing a body nested past BODY_MAX_DEPTH before
+    json.loads (which raised RecursionError near 1000 levels, answered as 'not valid
+    JSON')."""
+
+    def parse_body(self, request: HttpRequest) -> Any:
+        if body_depth(request.body) > BODY_MAX_DEPTH:
+            raise BodyTooDeep(f"nested more than {BODY_MAX_DEPTH} levels")
+        return json.loads(request.body)
+
+
 def _unreadable_body(cause: BaseException | None) -> list[dict[str, Any]]:
-    """The issue of a body ninja's parser refused (``cause`` is what json.loads raised):
-    an integer literal too long for Python (valid JSON, so not invalid_json), else
-    invalid_json."""
+    """The issue of a body ninja's parser refused (``cause`` is what it raised): nested
+    too deeply, an integer literal too long for Python (valid JSON, so not
+    invalid_json), else invalid_json."""
+    if isinstance(cause, (BodyTooDeep, RecursionError)):
+        return TOO_DEEP
     if isinstance(cause, ValueError) and "integer string conversion" in str(cause):
         return NUMBER_TOO_LONG
     return INVALID_JSON
@@ -77,7 +117,8 @@ def install_error_handlers(api: NinjaAPI, answers: Sequence[tuple[type[Exception
 
     Shared: invalid input 400 ``Validation error`` with issues (413 ``Payload too
     large`` when content is over its limit), a body that is not JSON 400 with
-    ``invalid_json``, a body over the upload limit 413, ninja's 403 (CSRF) and 405,
+    ``invalid_json`` (``too_deep`` past BODY_MAX_DEPTH levels: the API's parser becomes
+    JsonBodyParser), a body over the upload limit 413, ninja's 403 (CSRF) and 405,
     ModelCallFailed 502 ``Model call failed`` with ``kind``, ``detail`` and the error's
     ``details``, the database connection lost (OperationalError, InterfaceError) 503
     ``Database unavailable`` with ``Retry-After: 1`` (logged; the request's transaction
@@ -131,6 +172,7 @@ def install_error_handlers(api: NinjaAPI, answers: Sequence[tuple[type[Exception
     ]
     for exception, handler in handlers:
         api.exception_handler(exception)(handler)
+    api.parser = JsonBodyParser()
 
 
 def _fixed_answer(respond: Callable[..., HttpResponse], status: int, error: str) -> Callable[..., HttpResponse]:

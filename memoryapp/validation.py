@@ -244,14 +244,25 @@ def _integral(value: Any) -> Any:
     return value
 
 
+#: What a date-time field expects, said whenever one is refused for its form.
+DATETIME_EXPECTED = "must be an ISO 8601 date-time with a timezone, e.g. 2026-01-02T10:00:00Z"
+_DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
+# pydantic's codes for a date-time string it could not read, or read without a timezone.
+_DATETIME_FORM_CODES = frozenset(
+    {"timezone_aware", "datetime_parsing", "datetime_from_date_parsing", "datetime_type"}
+)
+
+
 def issues_from_pydantic(errors: list[dict[str, Any]], strip: int = 0) -> list[dict[str, Any]]:
     """Pydantic error dicts as API issues ``{"path", "message", "code"}``.
 
     ``strip`` leading location parts are dropped (the request location and parameter
     name ninja wraps fields in). Two of pydantic's words are put plainly: a string with
     an unpaired surrogate (pydantic's ``string_unicode``, "unable to parse raw data as a
-    unicode string", on a length-checked string) reads as storable_problem says it, and
-    a whole body missing (``missing`` with nothing left of the path) says so.
+    unicode string", on a length-checked string) reads as storable_problem says it, a
+    whole body missing (``missing`` with nothing left of the path) says so, and a
+    date-time refused for its form ("Input should have timezone info" for "2026-01-02")
+    says what form it takes (DATETIME_EXPECTED; the code stays pydantic's).
     """
     issues = []
     for err in errors:
@@ -261,6 +272,8 @@ def issues_from_pydantic(errors: list[dict[str, Any]], strip: int = 0) -> list[d
             code, message = "invalid_unicode", "text must not contain unpaired surrogates"
         elif code == "missing" and not path:
             message = "Request body is required: a JSON object"
+        elif code in _DATETIME_FORM_CODES and not message.startswith(DATETIME_EXPECTED):
+            message = DATETIME_EXPECTED
         issues.append({"path": path, "message": message, "code": code})
     return issues
 
@@ -425,7 +438,11 @@ def _time_text(value: Any) -> Any:
     # JSON has no date type: the schema says a string, so a number (pydantic would read
     # Unix seconds) is refused too.
     if not isinstance(value, str):
-        raise PydanticCustomError("datetime_type", "must be an RFC 3339 date-time string")
+        raise PydanticCustomError("datetime_type", DATETIME_EXPECTED)
+    if _DATE_ONLY.fullmatch(value.strip()):  # pydantic reads it as midnight, no timezone
+        raise PydanticCustomError(
+            "timezone_aware", f"{DATETIME_EXPECTED}; a date alone has no time or timezone"
+        )
     return value
 
 

@@ -94,3 +94,85 @@ def test_a_missing_body_says_a_body_is_required(api: Api, route: str) -> None:
             "issues": [{"path": [], "message": "Request body is required: a JSON object", "code": "missing"}],
         },
     )
+
+
+@pytest.mark.parametrize(
+    ("created_at", "message", "code"),
+    [
+        (
+            "2026-01-02",
+            "must be an ISO 8601 date-time with a timezone, e.g. 2026-01-02T10:00:00Z; "
+            "a date alone has no time or timezone",
+            "timezone_aware",
+        ),
+        (
+            "2026-01-02T10:00:00",
+            "must be an ISO 8601 date-time with a timezone, e.g. 2026-01-02T10:00:00Z",
+            "timezone_aware",
+        ),
+        (
+            "yesterday",
+            "must be an ISO 8601 date-time with a timezone, e.g. 2026-01-02T10:00:00Z",
+            "datetime_from_date_parsing",
+        ),
+        (
+            12,
+            "must be an ISO 8601 date-time with a timezone, e.g. 2026-01-02T10:00:00Z",
+            "datetime_type",
+        ),
+    ],
+)
+def test_a_created_at_without_a_timezone_says_what_form_it_takes(
+    api: Api, created_at: Any, message: str, code: str
+) -> None:
+    """Was "Input should have timezone info" for a date alone."""
+    thread_id = api.create_thread()["threadId"]
+    resp = api.append(thread_id, "hi", createdAt=created_at)
+    assert (resp.status_code, resp.json()) == (
+        400,
+        {
+            "error": "Validation error",
+            "issues": [{"path": ["createdAt"], "message": message, "code": code}],
+        },
+    )
+    assert Message.objects.count() == 0
+
+
+TOO_DEEP = {
+    "error": "Validation error",
+    "issues": [
+        {
+            "path": [],
+            "message": "Request body is nested too deeply: at most 100 levels of arrays and objects",
+            "code": "too_deep",
+        }
+    ],
+}
+
+
+@pytest.mark.parametrize("route", ["threads", "messages", "prepare", "tools"])
+def test_a_body_nested_1000_deep_says_it_is_too_deep(api: Api, route: str) -> None:
+    """Was 400 "Request body is not valid JSON" (json.loads hit Python's recursion limit)."""
+    thread_id = api.create_thread()["threadId"]
+    path = f"{BASE}/threads" if route == "threads" else f"{BASE}/threads/{thread_id}/{route}"
+    resp = _raw_post(api, path, "[" * 1000 + "]" * 1000)
+    assert (resp.status_code, resp.json()) == (400, TOO_DEEP)
+
+
+def test_the_depth_limit_is_100_levels_and_brackets_in_strings_do_not_count(
+    api: Api,
+) -> None:
+    thread_id = api.create_thread()["threadId"]
+    path = f"{BASE}/threads/{thread_id}/messages"
+    # The body is level 1; an unknown field nested to level 100 is read (and dropped).
+    deepest = '{"role": "user", "content": "x", "extra": ' + "[" * 99 + "]" * 99 + "}"
+    deeper = '{"role": "user", "content": "x", "extra": ' + "[" * 100 + "]" * 100 + "}"
+    brackets = '{"role": "user", "content": "' + "[{" * 1000 + '\\"[[[" }'
+    assert _raw_post(api, path, deepest).status_code == 201
+    assert (_raw_post(api, path, deeper).status_code, _raw_post(api, path, deeper).json()) == (
+        400,
+        TOO_DEEP,
+    )
+    stored = _raw_post(api, path, brackets)
+    assert stored.status_code == 201
+    assert Message.objects.get(pk=stored.json()["messageId"]).content == "[{" * 1000 + '"[[['

@@ -463,7 +463,7 @@ def test_it_answers_405_to_other_methods(client: Client, thread: Thread) -> None
 def test_it_refuses_absurdly_nested_json(client: Client, thread: Thread) -> None:
     resp = post_chat(client, thread, "[" * 50_000 + "]" * 50_000)
     assert resp.status_code == 400
-    assert resp.json()["issues"][0]["code"] == "invalid_json"
+    assert resp.json()["issues"][0]["code"] == "too_deep"
     assert not Message.objects.filter(thread=thread, sequence_number=3).exists()
 
 
