@@ -31,7 +31,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from memoryapp import agents, notes
 from memoryapp.errors import InvalidInput
 from memoryapp.models import Agent, MemoryNote, MemoryNoteVersion, Message, Project, Thread
-from playground import forms
+from playground import forms, selectors
 from playground.access import default_project, get_project_for_user, get_thread_for_user
 from playground.pages import page, partial, project_url, wants_partial
 
@@ -161,6 +161,8 @@ def _agent_page(
     }
     if wants_partial(request):
         return partial(request, fragment, context)
+    # The heading names the thread by its title (or first user message) beside its id.
+    context["thread_label"] = selectors.thread_openers(threads=[thread])[thread.pk]
     return page(request, fragment.split("#")[0], context, project=project)
 
 

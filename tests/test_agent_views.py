@@ -143,3 +143,33 @@ def test_it_says_memory_is_off_instead_of_an_empty_budget(world: World, memory: 
         if memory is None
         else "Memory is off for this thread: it has no agent, so it keeps no notes."
     )
+
+
+@pytest.mark.parametrize("name", ["playground:memories", "playground:agent-thread"])
+def test_it_names_a_thread_without_an_agent_and_says_how_to_give_one(world: World, name: str) -> None:
+    # The Memories page was headed "Memories of no agent on thread <id>".
+    thread = world.thread
+    working.message_append(thread=thread, role="user", content="I drive a Honda Civic")
+    page = tree(world.client(world.member).get(url(name, world.project, thread.pk)))
+
+    heading = " ".join(page.by_testid("page-heading")[0].full_text().split())
+    what = "Memories of" if name == "playground:memories" else "Turns of"
+    assert heading == f"{what} thread {thread.pk}"
+    assert page.by_testid("thread-label")[0].full_text() == "I drive a Honda Civic"
+    assert " ".join(page.by_testid("no-agent")[0].full_text().split()) == (
+        "This thread has no agent, so it has no memory tools and keeps no notes. A thread's "
+        "agent is chosen when the thread is created and cannot be added later: define an agent "
+        "with Memory ticked on the Agents page, then create a thread with that agent on the "
+        'Threads page (or POST /v1/memory/working/threads with "agent").'
+    )
+
+
+def test_it_heads_an_agent_thread_with_its_agent_and_title(world: World) -> None:
+    thread = agent_thread(world)
+    working.thread_update(thread=thread, changes={"metadata": {"title": "The silver key"}})
+    page = tree(world.client(world.member).get(url("playground:memories", world.project, thread.pk)))
+
+    heading = " ".join(page.by_testid("page-heading")[0].full_text().split())
+    assert heading == f"Memories of dm on thread {thread.pk}"
+    assert page.by_testid("thread-label")[0].full_text() == "The silver key"
+    assert page.by_testid("no-agent") == []
