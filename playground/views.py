@@ -35,6 +35,7 @@ from playground.fragments import stats_context
 from playground.job_views import thread_jobs_context
 from playground.pages import page, partial, project_url, thread_fragment, wants_partial
 from playground.routing import thread_socket_path
+from playground.templatetags.dashboard import message_range
 
 THREADS_PAGE_SIZE = 25
 
@@ -273,10 +274,11 @@ def thread_end(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     if result is None:
         messages.info(request, "Nothing new to extract since the thread was last ended.")
     else:
+        one = result.from_sequence == result.to_sequence
         messages.info(
             request,
-            f"Thread ended: messages #{result.from_sequence}-#{result.to_sequence} become an "
-            "episode, facts and entities in the background.",
+            f"Thread ended: {message_range(result.from_sequence, result.to_sequence)} "
+            f"become{'s' if one else ''} an episode, facts and entities in the background.",
         )
     return redirect(project_url("playground:thread", thread.project, thread.pk))
 

@@ -6,7 +6,13 @@ from datetime import UTC, datetime
 
 from django.template import Context, Template
 
-from playground.templatetags.dashboard import isolate, job_outcome, short_datetime
+from playground.templatetags.dashboard import (
+    isolate,
+    job_outcome,
+    message_range,
+    sequence_range,
+    short_datetime,
+)
 
 NOW = datetime(2026, 11, 30, 15, 0, tzinfo=UTC)
 
@@ -49,7 +55,10 @@ def test_it_sums_up_a_job_result_in_one_line() -> None:
     assert job_outcome({"ok": True, "compacted": False, "message": "Nothing to compact"}) == "Nothing to compact"
     assert job_outcome(
         {"toSequence": 3, "threadId": "t", "summaryMessageId": "s", "compactedCount": 3, "fromSequence": 1}
-    ) == "compactedCount 3 · fromSequence 1 · toSequence 3"
+    ) == "compactedCount 3 · messages #1\u2013#3"
+    assert job_outcome({"compactedCount": 1, "fromSequence": 4, "toSequence": 4}) == (
+        "compactedCount 1 · message #4"
+    )
     assert job_outcome(None) == "Done."
     assert job_outcome({"nested": {"a": 1}}) == "Done."
 
@@ -91,3 +100,15 @@ def test_it_marks_links_in_replies_noopener() -> None:
     assert markdown("[docs](https://example.com)") == (
         '<p><a href="https://example.com" rel="noopener noreferrer nofollow">docs</a></p>'
     )
+
+
+def test_it_writes_a_one_message_range_as_one_number() -> None:
+    # A one-message episode read "#3-#3" (an en dash).
+    assert sequence_range(3, 3) == "#3"
+    assert sequence_range(3, 5) == "#3\u2013#5"
+    assert message_range(3, 3) == "message #3"
+    assert message_range(1, 2) == "messages #1\u2013#2"
+    html = Template(
+        "{% load dashboard %}{{ a|sequence_range:b }} / {{ a|message_range:a }} / {{ a|sequence_range:c }}"
+    ).render(Context({"a": 3, "b": 3, "c": 7}))
+    assert html == "#3 / message #3 / #3\u2013#7"

@@ -516,6 +516,27 @@ def test_it_folds_compacted_messages_under_the_summary_that_covers_them(world: W
     assert " ".join(active.full_text().split()) == "#9 covers #1\u2013#7"
 
 
+def test_it_writes_a_one_message_range_as_one_number(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    # A one-message range read "#1-#1" (an en dash) (episodes, summaries); one helper writes them all.
+    _fill(world.thread, 1)
+    client = world.client(world.member)
+    with django_capture_on_commit_callbacks(execute=True):
+        ended = client.post(url("playground:thread-end", world.project, world.thread.pk), follow=True)
+    flash = " ".join(tree(ended).by_testid("flash")[0].full_text().split())
+    assert flash == "Thread ended: message #1 becomes an episode, facts and entities in the background."
+    compaction.compact(thread_id=world.thread.pk)
+
+    page = tree(client.get(url("playground:thread", world.project, world.thread.pk)))
+    assert page.by_testid("summary-range")[0].full_text() == "covers #1"
+    assert " ".join(page.by_testid("active-summary")[0].full_text().split()) == "#2 covers #1"
+    history = tree(client.get(url("playground:thread-compactions", world.project, world.thread.pk)))
+    assert " ".join(history.by_testid("run-range")[0].full_text().split()) == (
+        "Folded message #1 (1 row) into summary #2."
+    )
+
+
 def test_it_shows_the_newest_page_and_loads_older_ones(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(selectors, "MESSAGES_PAGE_SIZE", 5)
     _fill(world.thread, 12)
@@ -738,7 +759,7 @@ def test_it_ends_a_thread_from_its_page_as_a_background_job(
 
     assert response.redirect_chain == [(url("playground:thread", world.project, world.thread.pk), 302)]
     flash = " ".join(tree(response).by_testid("flash")[0].full_text().split())
-    assert flash == "Thread ended: messages #1-#2 become an episode, facts and entities in the background."
+    assert flash == "Thread ended: messages #1\u2013#2 become an episode, facts and entities in the background."
     job = Job.objects.get(thread=world.thread)
     assert (job.kind, job.status, job.args) == ("episode", "succeeded", {"fromSequence": 1, "toSequence": 2})
 
@@ -782,7 +803,7 @@ def test_it_compacts_from_the_thread_page_as_a_background_job(
     shown = page.by_testid("job")[0]
     assert shown.attrs["data-status"] == "succeeded"
     assert " ".join(shown.by_testid("job-result")[0].full_text().split()) == (
-        "compactedCount 3 · fromSequence 1 · toSequence 3"
+        "compactedCount 3 · messages #1\u2013#3"
     )
     again = client.post(compact, follow=True)
     assert " ".join(tree(again).by_testid("flash")[0].full_text().split()) == "Nothing to compact."

@@ -24,6 +24,7 @@ register = template.Library()
 # <bdi>, for places that cannot hold markup (the page title).
 FSI = "\u2068"
 PDI = "\u2069"
+EN_DASH = "\u2013"
 
 
 def short_datetime(value: datetime, *, now: datetime | None = None) -> str:
@@ -82,6 +83,25 @@ def isolate(value: object) -> str:
     return f"{FSI}{value}{PDI}"
 
 
+def sequence_range(first: object, last: object) -> str:
+    """Messages ``first`` to ``last`` by sequence number, as every page writes a range
+    (an episode's, a summary's, a compaction run's): ``"#3"`` when it is one message,
+    else ``"#3\u2013#5"`` (an en dash). Template filter:
+    ``{{ e.from_sequence|sequence_range:e.to_sequence }}``."""
+    return f"#{first}" if str(first) == str(last) else f"#{first}{EN_DASH}#{last}"
+
+
+def message_range(first: object, last: object) -> str:
+    """sequence_range with its noun: ``"message #3"`` or ``"messages #3\u2013#5"``. Template
+    filter: ``{{ run.from_sequence|message_range:run.to_sequence }}``."""
+    noun = "message" if str(first) == str(last) else "messages"
+    return f"{noun} {sequence_range(first, last)}"
+
+
+register.filter("sequence_range", sequence_range)
+register.filter("message_range", message_range)
+
+
 def _yes_no(value: bool) -> str:
     return "yes" if value else "no"
 
@@ -89,17 +109,23 @@ def _yes_no(value: bool) -> str:
 @register.filter
 def job_outcome(result: object) -> str:
     """A background job's result in one line: its ``message`` when it has one, else its
-    scalar fields but ids as ``name value`` pairs by name (``compactedCount 3 · fromSequence 1``),
-    booleans as yes / no."""
+    scalar fields but ids as ``name value`` pairs by name (``compactedCount 3 · factsCreated 1``),
+    booleans as yes / no, and ``fromSequence``/``toSequence`` as one message_range
+    (``compactedCount 3 · messages #1\u2013#3``)."""
     if not isinstance(result, dict) or not result:
         return "Done."
     if isinstance(result.get("message"), str):
         return str(result["message"])
+    span = isinstance(result.get("fromSequence"), int) and isinstance(result.get("toSequence"), int)
     pairs = [  # by name: PostgreSQL's jsonb does not keep the order keys were written in
         f"{k} {_yes_no(v) if isinstance(v, bool) else v}"
         for k, v in sorted(result.items())
-        if isinstance(v, int | float | str) and not k.endswith("Id")
+        if isinstance(v, int | float | str)
+        and not k.endswith("Id")
+        and not (span and k in ("fromSequence", "toSequence"))
     ]
+    if span:
+        pairs.append(message_range(result["fromSequence"], result["toSequence"]))
     return " · ".join(pairs) or "Done."
 
 
