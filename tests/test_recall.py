@@ -4,6 +4,7 @@ migrations 0003 and 0008)."""
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -695,6 +696,35 @@ def test_it_sorts_each_layer_by_the_fused_rank() -> None:
     assert [(e["rank"], e["score"]) for e in layers["episodes"]] == [
         (4, round((0.1 / 11) / (1 / 12 + 0.3 / 11), 4))
     ]
+
+
+def test_it_scores_as_docs_api_md_says() -> None:
+    # docs/api.md said only the rank-1 item has score 1.0; a raw hit and the fact drawn
+    # from it (here from its neighbour) that support each other both have it.
+    from memoryapp.recall import fuse
+
+    layers: dict[str, list[dict[str, Any]]] = {
+        "raw": [
+            {"messageId": "a", "neighbours": [{"messageId": "n"}]},
+            {"messageId": "b", "neighbours": []},
+        ],
+        "facts": [{"factId": "f", "sourceMessageIds": ["n"]}],
+        "episodes": [{"episodeId": "e", "quotedMessageIds": ["a"]}],
+    }
+
+    fuse(layers)
+
+    # w / (10 + p): raw a 1/11 + the fact's 0.3/11; the fact 0.3/11 + a's 1/11 (equal
+    # totals: raw first); raw b 1/12 alone; the episode 0.1/11, no support.
+    best = 1 / 11 + 0.3 / 11
+    assert [(r["messageId"], r["rank"], r["score"]) for r in layers["raw"]] == [
+        ("a", 1, 1.0),
+        ("b", 3, round((1 / 12) / best, 4)),
+    ]
+    assert [(f["rank"], f["score"]) for f in layers["facts"]] == [(2, 1.0)]
+    assert [(e["rank"], e["score"]) for e in layers["episodes"]] == [(4, round((0.1 / 11) / best, 4))]
+    docs = " ".join((Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text().split())
+    assert "so when they lead, ranks 1 and 2 both have score 1.0." in docs
 
 
 def test_it_never_recalls_facts_or_episodes_of_another_dataset_or_project(
