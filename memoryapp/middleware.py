@@ -142,13 +142,16 @@ class ApiJsonErrorsMiddleware:
     before ninja runs.
 
     An unknown path under /v1/ (Django's 404), a method a route does not take (ninja's
-    plain-text 405, whose ``Allow`` header is kept), and an unhandled exception (500)
-    would otherwise be HTML or text; API clients get ``{"error": ...}`` like every other
+    plain-text 405, whose ``Allow`` header is kept), a failed CSRF check of a JSON_VIEWS
+    route (Django's 403 page), and an unhandled exception (500) would otherwise be HTML
+    or text; API clients get ``{"error": ...}`` like every other
     error (DESIGN.md section 5). The 500 body never carries a traceback.
     """
 
-    # Routes outside /v1 whose caller is fetch() and expects JSON (playground.chat_api).
-    JSON_VIEWS = frozenset({"playground:chat"})
+    # Routes outside /v1 whose caller is a script that expects JSON errors: the chat
+    # route (fetch(), playground.chat_api) and the X-ray's replay (htmx,
+    # playground.xray_views.turn_replay).
+    JSON_VIEWS = frozenset({"playground:chat", "playground:turn-replay"})
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -163,11 +166,13 @@ class ApiJsonErrorsMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        if not self._answers_json(request) or response.status_code not in (404, 405):
+        if not self._answers_json(request) or response.status_code not in (403, 404, 405):
             return response
         if response.get("Content-Type", "").startswith("application/json"):
             return response
-        error = "Not found" if response.status_code == 404 else "Method not allowed"
+        # A 403 that is not JSON is Django's CSRF failure page: the views themselves
+        # answer JSON (ninja's CSRF check says the same words).
+        error = {403: "CSRF check failed", 404: "Not found"}.get(response.status_code, "Method not allowed")
         body = error_json(response.status_code, error)
         if "Allow" in response:
             body["Allow"] = response["Allow"]

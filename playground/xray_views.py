@@ -14,11 +14,12 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Sum
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, render
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
 from memoryapp import llm, xray
+from memoryapp.errors import error_json
 from memoryapp.models import Turn
 from playground.access import default_project, get_project_for_user, get_thread_for_user
 from playground.pages import page, project_url
@@ -48,9 +49,15 @@ def call_number(turn: Turn, raw: str | None) -> int:
     return int(raw)
 
 
+def invalid_field(field: str, message: str, code: str) -> JsonResponse:
+    """400 ``{"error": "Validation error", "issues": [{"path": [field], "message", "code"}]}``:
+    the API's answer to a bad field (memoryapp.errors.error_body; DESIGN.md section 5)."""
+    return error_json(400, "Validation error", [{"path": [field], "message": message, "code": code}])
+
+
 def bad_call(error: BadCall) -> JsonResponse:
-    """The 400 answer naming ``call``."""
-    return JsonResponse({"error": {"field": "call", "message": str(error)}}, status=400)
+    """The 400 answer naming ``call`` (code ``no_such_call``)."""
+    return invalid_field("call", str(error), "no_such_call")
 
 
 def _call_rows(turn: Turn, context: dict[str, Any], current: int) -> list[dict[str, Any]]:
@@ -133,28 +140,50 @@ def thread_turns(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     )
 
 
+def _choices(names: list[str]) -> str:
+    """``'a', 'b' or 'c'``, as pydantic words a literal's choices."""
+    quoted = [f"'{name}'" for name in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
 @require_POST
-@login_required
 def turn_replay(request: HttpRequest, turn_id: int) -> HttpResponse:
     """POST ``adapter=<registry name>`` and ``call=<n>`` (1 when left out): run the
     stored input of the turn's model call ``n`` again on that adapter and answer the
     fragment with what that call gave (the reply, or the tool calls a tool loop's earlier
-    call asked for) and the replay side by side; nothing is stored. 400 JSON naming
-    ``adapter`` for an unknown one or ``call`` for no call of the turn, 409 for a turn
-    stored without its input."""
-    project = get_project_for_user(request)
-    turn = get_object_or_404(
-        Turn.objects.select_related("thread", "assistant_message"), pk=turn_id, thread__project=project
+    call asked for) and the replay side by side; nothing is stored. A failed model call is
+    part of that answer (the replay's outcome, beside the original), not an error.
+
+    Errors are JSON in the API's shape and statuses (memoryapp.errors.error_body), since
+    the page's script shows them (static/js/app.js): not logged in 401 ``Unauthorized``
+    (with ``HX-Trigger: memory:signed-out``, as any htmx request of a signed-out page);
+    a turn that does not exist, or of a project the user is not a member of, 404 ``Turn
+    not found``; an unknown ``adapter`` (code ``literal_error``) or a ``call`` the turn
+    did not make (code ``no_such_call``) 400 ``Validation error`` naming it; a turn
+    stored without its model input 409; another method 405 and a failed CSRF check 403
+    (memoryapp.middleware.ApiJsonErrorsMiddleware)."""
+    if not request.user.is_authenticated:
+        response = error_json(401, "Unauthorized")
+        response["HX-Trigger"] = "memory:signed-out"
+        return response
+    try:
+        project = get_project_for_user(request)
+    except Http404:
+        return error_json(404, "Turn not found")
+    turn = (
+        Turn.objects.select_related("thread", "assistant_message")
+        .filter(pk=turn_id, thread__project=project)
+        .first()
     )
+    if turn is None:
+        return error_json(404, "Turn not found")
     adapter = request.POST.get("adapter") or llm.adapter_name()
     if adapter not in llm.PROVIDERS:
-        return JsonResponse(
-            {"error": {"field": "adapter", "message": f"adapter must be one of {', '.join(llm.PROVIDERS)}"}},
-            status=400,
-        )
+        names = list(llm.PROVIDERS)
+        return invalid_field("adapter", f"Input should be {_choices(names)}", "literal_error")
     context = turn.context or {}
     if not context.get("input"):
-        return JsonResponse({"error": {"message": "this turn was stored without its model input"}}, status=409)
+        return error_json(409, "Turn was stored without its model input")
     try:
         call = call_number(turn, request.POST.get("call"))
     except BadCall as error:

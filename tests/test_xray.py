@@ -139,7 +139,12 @@ def test_it_refuses_an_unknown_replay_adapter_naming_the_field(
     url = reverse("playground:turn-replay", args=[turn.pk]) + f"?projectId={project.pk}"
     resp = client.post(url, {"adapter": "gpt-9"})
     assert resp.status_code == 400
-    assert resp.json()["error"]["field"] == "adapter"
+    assert resp.json() == {
+        "error": "Validation error",
+        "issues": [
+            {"path": ["adapter"], "message": "Input should be 'offline' or 'gemini'", "code": "literal_error"}
+        ],
+    }
 
 
 def test_it_hides_a_turn_of_another_project_from_replay(
@@ -149,6 +154,60 @@ def test_it_hides_a_turn_of_another_project_from_replay(
     outsider = world.client(world.outsider)
     url = reverse("playground:turn-replay", args=[turn.pk]) + f"?projectId={world.other_project.pk}"
     assert outsider.post(url, {"adapter": "offline"}).status_code == 404
+
+
+def _replay_url(turn: Turn, project_id: object) -> str:
+    return reverse("playground:turn-replay", args=[turn.pk]) + f"?projectId={project_id}"
+
+
+def test_replay_answers_every_error_in_the_apis_shape(
+    client: Client, project: Project, thread: Thread, world: World
+) -> None:
+    # Replay answered {"error": {"field", "message"}}, an HTML 404 and a redirect to the
+    # login page; the API answers {"error": ..., "issues"?: [...]}.
+    turn = _turn(post_chat(client, thread, {"content": "hello there"}))
+    url = _replay_url(turn, project.pk)
+    not_found = {"error": "Turn not found"}
+    for answer in (
+        client.post(_replay_url(turn, world.other_project.pk), {"adapter": "offline"}),
+        client.post(_replay_url(turn, "1x"), {"adapter": "offline"}),
+        client.post(reverse("playground:turn-replay", args=[turn.pk]), {"adapter": "offline"}),
+        client.post(reverse("playground:turn-replay", args=[turn.pk + 1000]) + f"?projectId={project.pk}"),
+        world.client(world.outsider).post(url, {"adapter": "offline"}),
+    ):
+        assert (answer.status_code, answer.json()) == (404, not_found)
+
+    signed_out = Client().post(url, {"adapter": "offline"}, HTTP_HX_REQUEST="true")
+    assert (signed_out.status_code, signed_out.json()) == (401, {"error": "Unauthorized"})
+    assert signed_out["HX-Trigger"] == "memory:signed-out"
+
+    wrong_method = client.get(url)
+    assert (wrong_method.status_code, wrong_method.json()) == (405, {"error": "Method not allowed"})
+    assert wrong_method["Allow"] == "POST"
+
+    csrf = Client(enforce_csrf_checks=True)
+    csrf.force_login(world.member)
+    refused = csrf.post(url, {"adapter": "offline"})
+    assert (refused.status_code, refused.json()) == (403, {"error": "CSRF check failed"})
+
+    call = client.post(url, {"adapter": "offline", "call": "2"})
+    assert (call.status_code, call.json()) == (
+        400,
+        {
+            "error": "Validation error",
+            "issues": [
+                {
+                    "path": ["call"],
+                    "message": "call must be a whole number from 1 to 1 (this turn's model calls)",
+                    "code": "no_such_call",
+                }
+            ],
+        },
+    )
+
+    Turn.objects.filter(pk=turn.pk).update(context={})
+    stale = client.post(url, {"adapter": "offline"})
+    assert (stale.status_code, stale.json()) == (409, {"error": "Turn was stored without its model input"})
 
 
 def test_it_shows_the_threads_turns_running_cost_and_context_gauge(

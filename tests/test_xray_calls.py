@@ -112,10 +112,20 @@ def test_it_refuses_a_call_the_turn_did_not_make_naming_the_field(
 ) -> None:
     page = _page(client, project, turn, call=call)
     assert page.status_code == 400
-    assert page.json()["error"]["field"] == "call"
+    assert [i["path"] for i in page.json()["issues"]] == [["call"]]
     url = reverse("playground:turn-replay", args=[turn.pk]) + f"?projectId={project.pk}"
     replay = client.post(url, {"adapter": "offline", "call": call})
-    assert replay.status_code == 400 and replay.json()["error"]["field"] == "call"
+    assert replay.status_code == 400 and replay.json() == page.json()
+    assert replay.json() == {
+        "error": "Validation error",
+        "issues": [
+            {
+                "path": ["call"],
+                "message": "call must be a whole number from 1 to 2 (this turn's model calls)",
+                "code": "no_such_call",
+            }
+        ],
+    }
 
 
 def test_replay_says_which_call_it_replays(client: Client, project: Project, turn: Turn) -> None:

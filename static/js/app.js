@@ -94,7 +94,33 @@
     scope.querySelectorAll("[data-clamp]").forEach(clamp);
   }
 
+  // An htmx form marked data-json-errors (the X-ray's Replay) is answered errors as JSON
+  // in the API's shape, {"error", "issues"?}; htmx swaps no error answer, so say it in
+  // the form's target. A 401 says "signed out" through its HX-Trigger instead.
+  function showJsonError(event) {
+    var form = event.detail.elt;
+    var xhr = event.detail.xhr;
+    if (!form || !form.matches || !form.matches("[data-json-errors]") || xhr.status === 401) return;
+    var target = document.querySelector(form.getAttribute("hx-target"));
+    if (!target) return;
+    var text = "The request failed (" + xhr.status + ").";
+    try {
+      var body = JSON.parse(xhr.responseText);
+      var issues = (body.issues || []).map(function (issue) {
+        return (issue.path || []).join(".") + ": " + issue.message;
+      });
+      text = body.error + (issues.length ? ": " + issues.join("; ") : "") + ".";
+    } catch (ignored) { /* not JSON: the status says enough */ }
+    var note = document.createElement("p");
+    note.className = "alert alert--error";
+    note.setAttribute("role", "alert");
+    note.dataset.testid = "request-error";
+    note.textContent = text;
+    target.replaceChildren(note);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    document.body.addEventListener("htmx:responseError", showJsonError);
     clampAll(document);
     // Content that htmx swaps in (message list refreshes, the turn-context panel).
     if (window.htmx) window.htmx.onLoad(clampAll);

@@ -78,6 +78,14 @@ def test_it_shows_the_xray_of_a_turn_after_reload_and_replays_it(
     page.screenshot(path=output_dir / "xray-replay.png", full_page=True)
     assert Turn.objects.filter(thread=thread).count() == 1
 
+    # An error answer (JSON, in the API's shape) is said where the replay would go.
+    page.select_option("select[name=adapter]", "offline")
+    page.eval_on_selector("select[name=adapter] option", "o => { o.value = 'gpt-9'; }")
+    page.get_by_test_id("replay-button").click()
+    expect(page.get_by_test_id("replay-result").get_by_test_id("request-error")).to_have_text(
+        "Validation error: adapter: Input should be 'offline' or 'gemini'."
+    )
+
     phone = new_page(**PHONE)
     log_in(phone, live_url)
     phone.goto(page.url)
