@@ -11,6 +11,7 @@ is sent to one of the user's projects by ``default_project``.
 from __future__ import annotations
 
 import functools
+import re
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +23,7 @@ from django.http.response import HttpResponseBase
 from django.shortcuts import redirect
 
 from memoryapp.models import Membership, Project, Thread
+from memoryapp.validation import canonical_uuid, path_id
 
 ViewFunction = Callable[..., HttpResponseBase]
 
@@ -70,18 +72,43 @@ def default_project(view: ViewFunction) -> ViewFunction:
     return wrapper
 
 
-def _project_id(request: HttpRequest) -> int:
-    raw = request.GET.get("projectId", "")
-    if not raw.isdigit() or len(raw) > 18:
-        raise Http404("No such project")
+# A project id as the dashboard writes it: ASCII digits, no sign, no leading zero, at
+# most 18 of them (so it fits a 64-bit key). str.isdigit() also takes "²" (int() then
+# raises: a 500) and "\u0661" (Arabic-Indic one: int() reads 1, a silent match of project 1).
+PROJECT_ID_PATTERN = re.compile(r"[1-9][0-9]{0,17}")
+
+
+def parse_project_id(raw: str | None) -> int | None:
+    """``raw`` (a ``projectId`` from a query string) as a project id, or None when it is
+    not one written as the dashboard writes them (PROJECT_ID_PATTERN): anything else names
+    no project, whatever int() would make of it."""
+    if raw is None or not PROJECT_ID_PATTERN.fullmatch(raw):
+        return None
     return int(raw)
+
+
+def parse_thread_id(raw: str | uuid.UUID | None) -> uuid.UUID | None:
+    """``raw`` (a thread id from a URL) as a UUID, or None: the API's rule for ids in a path
+    (memoryapp.validation.path_id: the canonical 8-4-4-4-12 form, any case; no braces,
+    ``urn:uuid:`` or missing hyphens)."""
+    try:
+        return canonical_uuid(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
+def _project_id(request: HttpRequest) -> int:
+    project_id = parse_project_id(request.GET.get("projectId", ""))
+    if project_id is None:
+        raise Http404("No such project")
+    return project_id
 
 
 def get_membership_for_user(request: HttpRequest) -> Membership:
     """Return the logged-in user's Membership of the ``?projectId=`` project (project loaded).
 
-    Raises Http404 when the user is anonymous, ``projectId`` is missing or not a positive
-    integer, or the user has no membership in that project.
+    Raises Http404 when the user is anonymous, ``projectId`` is missing or not written as
+    the dashboard writes one (parse_project_id), or the user has no membership in it.
     """
     if not request.user.is_authenticated:
         raise Http404("No such project")
@@ -109,14 +136,11 @@ def get_project_for_user(request: HttpRequest) -> Project:
 def get_thread_for_user(request: HttpRequest, thread_id: uuid.UUID | str) -> Thread:
     """Return thread ``thread_id`` of the ``?projectId=`` project the user is a member of.
 
-    Raises Http404 for a non-member, a malformed id, a missing thread, or a thread of
-    another project, alike. The active summary is loaded with the thread.
+    Raises Http404 for a non-member, an id not in the canonical form (path_id, as on /v1),
+    a missing thread, or a thread of another project, alike. The active summary is loaded with the thread.
     """
     project = get_project_for_user(request)
-    try:
-        pk = thread_id if isinstance(thread_id, uuid.UUID) else uuid.UUID(str(thread_id))
-    except ValueError as exc:
-        raise Http404("No such thread") from exc
+    pk = path_id(thread_id, lambda: Http404("No such thread"))
     thread = (
         Thread.objects.select_related("active_summary", "project")
         .filter(pk=pk, project=project)

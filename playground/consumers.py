@@ -40,6 +40,7 @@ from django.utils import timezone
 from memoryapp import events
 from memoryapp.models import Membership, Thread
 from playground import fragments
+from playground.access import parse_project_id, parse_thread_id
 
 CLOSE_FORBIDDEN = 4403
 CLOSE_SIGNED_OUT = 4401
@@ -47,18 +48,18 @@ CLOSE_SIGNED_OUT = 4401
 
 def may_subscribe(user: Any, thread_id: uuid.UUID | str, project_id: str | None) -> bool:
     """Whether ``user`` is a logged-in member of project ``project_id`` and
-    ``thread_id`` (a UUID, or its text from the URL) is one of its threads (one query)."""
+    ``thread_id`` (a UUID, or its text from the URL) is one of its threads (one query).
+
+    Ids are read as every dashboard view reads them (playground.access): a thread id not
+    in the canonical form (braces, ``urn:uuid:``, no hyphens) or a ``projectId`` not
+    written as the dashboard writes one (a sign, a leading zero, non-ASCII digits) is no
+    thread and no project, so the answer is no, as for a thread that does not exist."""
     if user is None or not user.is_authenticated:
         return False
-    try:
-        thread_id = uuid.UUID(str(thread_id))
-    except ValueError:
+    pk, project = parse_thread_id(thread_id), parse_project_id(project_id)
+    if pk is None or project is None:
         return False
-    if not project_id or not project_id.isdigit() or len(project_id) > 18:
-        return False
-    return Thread.objects.filter(
-        pk=thread_id, project_id=int(project_id), project__members=user
-    ).exists()
+    return Thread.objects.filter(pk=pk, project_id=project, project__members=user).exists()
 
 
 def session_access(
@@ -187,13 +188,21 @@ class ThreadConsumer(SessionBoundConsumer):
     of the thread's project."""
 
     @property
-    def thread_id(self) -> str:
+    def url_thread_id(self) -> str:
         """The thread id as the URL gives it (any text: may_subscribe checks it)."""
         return str(self.scope["url_route"]["kwargs"]["thread_id"])
 
+    @property
+    def thread_id(self) -> str:
+        """The thread id in its one text form (lower case), once may_listen said yes: an
+        upper-case id in the URL names the same thread, group and panels' frame."""
+        pk = parse_thread_id(self.url_thread_id)
+        assert pk is not None  # may_listen said yes
+        return str(pk)
+
     def may_listen(self, user: Any) -> bool:
         """may_subscribe for the URL's thread and ``projectId``."""
-        return may_subscribe(user, self.thread_id, self.query_param("projectId"))
+        return may_subscribe(user, self.url_thread_id, self.query_param("projectId"))
 
     def content_groups(self) -> list[str]:
         """The thread's group."""
@@ -233,9 +242,10 @@ def may_watch_dataset(user: Any, project_id: str | None, dataset: str | None) ->
     ``dataset`` (any name: a dataset is a scope of the project, not a row)."""
     if user is None or not user.is_authenticated or not dataset or len(dataset) > 200:
         return False
-    if not project_id or not project_id.isdigit() or len(project_id) > 18:
+    project = parse_project_id(project_id)
+    if project is None:
         return False
-    return Membership.objects.filter(project_id=int(project_id), user=user).exists()
+    return Membership.objects.filter(project_id=project, user=user).exists()
 
 
 class DatasetConsumer(SessionBoundConsumer):
@@ -248,6 +258,6 @@ class DatasetConsumer(SessionBoundConsumer):
 
     def content_groups(self) -> list[str]:
         """The dataset's group."""
-        project_id, dataset = self.query_param("projectId"), self.query_param("dataset")
+        project_id, dataset = parse_project_id(self.query_param("projectId")), self.query_param("dataset")
         assert project_id is not None and dataset is not None  # may_listen said yes
-        return [events.dataset_group(int(project_id), dataset)]
+        return [events.dataset_group(project_id, dataset)]

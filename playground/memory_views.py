@@ -32,6 +32,7 @@ from django.views.decorators.http import require_GET, require_POST
 from memoryapp import fact_review, semantic
 from memoryapp.errors import FactNotFound, InvalidInput
 from memoryapp.models import Entity, Fact, Job, Project
+from memoryapp.validation import canonical_uuid
 from playground import memory_selectors as selectors
 from playground.access import default_project, get_project_for_user
 from playground.pages import page, partial, project_url, wants_partial
@@ -155,7 +156,7 @@ def _back(request: HttpRequest, project: Project, dataset: str) -> HttpResponse:
     # Back to the page the form was on (an entity page) when it said so, else the dataset.
     entity = request.POST.get("entity", "")
     try:
-        return redirect(project_url("playground:entity", project, uuid.UUID(entity)))
+        return redirect(project_url("playground:entity", project, canonical_uuid(entity)))
     except ValueError:
         return redirect(project_url("playground:dataset", project, dataset=dataset))
 

@@ -281,6 +281,71 @@ async def test_it_refuses_a_malformed_thread_id(world: World, thread_id: str) ->
         await communicator.disconnect()
 
 
+def _arabic_indic(number: int) -> str:
+    """``number`` in Arabic-Indic digits, which str.isdigit() takes and int() reads."""
+    return "".join(chr(0x660 + int(d)) for d in str(number))
+
+
+# Python's UUID parser takes all of these; the API's rule (memoryapp.validation.path_id)
+# and so the sockets take none of them.
+LOOSE_THREAD_IDS = {
+    "braces": lambda u: "{" + u + "}",
+    "urn": lambda u: f"urn:uuid:{u}",
+    "hex": lambda u: u.replace("-", ""),
+    "moved-hyphens": lambda u: u.replace("-", "")[:4] + "-" + u.replace("-", "")[4:],
+}
+
+
+@pytest.mark.parametrize("form", sorted(LOOSE_THREAD_IDS))
+async def test_it_refuses_a_thread_id_not_in_the_canonical_form(world: World, form: str) -> None:
+    # uuid.UUID() read these as the thread: the socket subscribed to a URL no page uses.
+    loose = LOOSE_THREAD_IDS[form](str(world.thread.id))
+    communicator, connected, _ = await _connect(loose, world.project.pk, world.member, "&fragments=1")
+    try:
+        await _refused(communicator, connected)
+    finally:
+        await communicator.disconnect()
+    assert fragments.hub.subscribers == {}
+
+
+@pytest.mark.parametrize("form", ["leading-zero", "plus", "space", "arabic-indic", "superscript"])
+async def test_it_refuses_a_project_id_not_written_as_the_dashboard_writes_it(
+    world: World, form: str
+) -> None:
+    # "²".isdigit() is true and int("²") raises (the connect failed with an exception);
+    # Arabic-Indic digits read as the project's own number (a silent match).
+    pk = world.project.pk
+    project_id = {
+        "leading-zero": f"0{pk}",
+        "plus": f"%2B{pk}",
+        "space": f"%20{pk}",
+        "arabic-indic": _arabic_indic(pk),
+        "superscript": "\u00b2",
+    }[form]
+    communicator, connected, _ = await _connect(world.thread.id, project_id, world.member)
+    try:
+        await _refused(communicator, connected)
+    finally:
+        await communicator.disconnect()
+    dataset, connected = await _connect_dataset(project_id, "user_42", world.member)
+    await _refused(dataset, connected)
+
+
+async def test_it_takes_an_upper_case_thread_id_as_the_thread(world: World) -> None:
+    # The API's rule takes either case; the socket's group and panels are the thread's own.
+    thread = world.thread
+    upper = str(thread.id).upper()
+    communicator, connected, _ = await _connect(upper, world.project.pk, world.member, "&fragments=1")
+    try:
+        assert connected is True
+        await sync_to_async(working.message_append)(thread=thread, role="user", content="hi")
+        frames = await _frames_until(communicator, "message.appended")
+        assert frames[-1]["threadId"] == str(thread.id)
+        assert set(fragments.hub.subscribers) == {str(thread.id)}
+    finally:
+        await communicator.disconnect()
+
+
 # --- a dataset's page (DatasetConsumer; issue 8 item 6) ------------------------------------
 
 
