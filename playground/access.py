@@ -36,7 +36,8 @@ def user_projects(request: HttpRequest) -> QuerySet[Project]:
 
 
 def _project_of_object(request: HttpRequest, kwargs: dict[str, Any]) -> Project | None:
-    """The project of the thread, key or membership a URL names, if the user is a member."""
+    """The project of the thread, key, membership or chat turn a URL names, if the user is
+    a member."""
     projects = user_projects(request)
     if "thread_id" in kwargs:
         return projects.filter(threads__pk=kwargs["thread_id"]).first()
@@ -44,6 +45,8 @@ def _project_of_object(request: HttpRequest, kwargs: dict[str, Any]) -> Project 
         return projects.filter(api_keys__pk=kwargs["key_id"]).first()
     if "membership_id" in kwargs:
         return projects.filter(membership__pk=kwargs["membership_id"]).first()
+    if "turn_id" in kwargs:
+        return projects.filter(threads__turns__pk=kwargs["turn_id"]).first()
     return None
 
 

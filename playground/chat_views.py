@@ -77,8 +77,9 @@ LAYERS = [
 ]
 
 
-@login_required
 @require_GET
+@login_required
+@default_project
 def turn_context(request: HttpRequest, turn_id: int) -> HttpResponse:
     """The per-turn context view: prepare's summary and tail, recall's result, tokens per
     layer, latency per step, cost lines with their total, the adapter, any error, and the

@@ -210,6 +210,19 @@ def test_replay_answers_every_error_in_the_apis_shape(
     assert (stale.status_code, stale.json()) == (409, {"error": "Turn was stored without its model input"})
 
 
+def test_a_turns_xray_without_a_project_goes_to_the_turns_project(
+    client: Client, project: Project, thread: Thread, world: World
+) -> None:
+    # It answered 404 ("No such project"): thread pages fill projectId in, the X-ray did not.
+    turn = _turn(post_chat(client, thread, {"content": "hello there"}))
+    bare = reverse("playground:turn-context", args=[turn.pk])
+    response = client.get(bare + "?call=1")
+    assert (response.status_code, response["Location"]) == (302, f"{bare}?call=1&projectId={project.pk}")
+    # Someone else's turn: their own first project, where the turn is not found.
+    outsider = world.client(world.outsider).get(bare)
+    assert outsider["Location"] == f"{bare}?projectId={world.other_project.pk}"
+
+
 def test_it_shows_the_threads_turns_running_cost_and_context_gauge(
     client: Client, project: Project, thread: Thread
 ) -> None:
