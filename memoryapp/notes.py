@@ -468,16 +468,19 @@ def note_to_dict(note: MemoryNote) -> dict[str, Any]:
 
 def notes_view(*, thread: Thread) -> dict[str, Any]:
     """GET .../threads/{threadId}/notes: ``{"notes": [...], "openTokens", "maxOpenTokens",
-    "storeBytes", "storeCapBytes"}`` (notes in creation order). Raises NoMemoryAgent for
-    a thread without a memory-enabled agent."""
+    "storeBytes", "storeCapBytes", "memoryEnabled"}`` (notes in creation order). An agent
+    whose memory was turned off keeps its notes (only the tools go), so they stay readable:
+    ``memoryEnabled`` false and ``maxOpenTokens`` null then. Raises NoMemoryAgent for a
+    thread without an agent (it can hold no notes)."""
     agent = thread.agent
-    if agent is None or not agent.has_memory:
+    if agent is None:
         raise NoMemoryAgent()
     notes = list(MemoryNote.objects.filter(thread=thread))
     return {
         "notes": [note_to_dict(n) for n in notes],
         "openTokens": sum(n.tokens for n in notes if n.is_open),
         "maxOpenTokens": agent.max_open_tokens,
+        "memoryEnabled": agent.has_memory,
         "storeBytes": sum(n.bytes for n in notes),
         "storeCapBytes": store_cap_bytes(),
     }

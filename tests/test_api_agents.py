@@ -171,8 +171,30 @@ def test_it_answers_409_on_a_thread_without_a_memory_agent(api: Api) -> None:
         resp = tool(api, thread_id, "open_memory", name="x")
         assert resp.status_code == 409
         assert resp.json()["error"] == "Thread has no memory-enabled agent"
-        assert api.get(f"{BASE}/threads/{thread_id}/notes").status_code == 409
+    assert api.get(f"{BASE}/threads/{plain}/notes").status_code == 409
+    assert api.get(f"{BASE}/threads/{plain}/notes").json()["error"] == "Thread has no memory-enabled agent"
+    assert api.get(f"{BASE}/threads/{no_memory}/notes").json() == {
+        "notes": [], "openTokens": 0, "maxOpenTokens": None, "storeBytes": 0,
+        "storeCapBytes": 1_048_576, "memoryEnabled": False,
+    }
     assert api.get(f"{BASE}/threads/{plain}/messages").json()["total"] == 0
+
+
+def test_it_keeps_notes_readable_once_the_agent_memory_is_turned_off(api: Api) -> None:
+    # Spec 004: turning memory off takes the tools away; the notes are kept, so they can
+    # still be read (and exported), just no longer written.
+    thread_id = agent_thread(api)
+    tool(api, thread_id, "close_memory", name="quest", description="Goal", content="Find the key.")
+    assert put(api, "dm", {"memory": None}).status_code == 200
+    assert tool(api, thread_id, "open_memory", name="quest").status_code == 409
+    body = api.get(f"{BASE}/threads/{thread_id}/notes").json()
+    assert [(n["name"], n["content"], n["isOpen"]) for n in body["notes"]] == [("quest", "Find the key.", False)]
+    assert {k: body[k] for k in ("openTokens", "maxOpenTokens", "storeBytes", "memoryEnabled")} == {
+        "openTokens": 0, "maxOpenTokens": None, "storeBytes": 22, "memoryEnabled": False,
+    }
+    assert put(api, "dm", {"memory": {}}).status_code == 200
+    again = api.get(f"{BASE}/threads/{thread_id}/notes").json()
+    assert (again["maxOpenTokens"], again["memoryEnabled"], len(again["notes"])) == (4000, True, 1)
 
 
 def test_it_refuses_a_repeated_call_id_on_a_thread_with_409(api: Api) -> None:
@@ -217,6 +239,7 @@ def test_it_lists_notes_with_sizes_and_budgets(api: Api) -> None:
     assert {k: body[k] for k in ("openTokens", "maxOpenTokens", "storeBytes", "storeCapBytes")} == {
         "openTokens": 4, "maxOpenTokens": 1000, "storeBytes": 47, "storeCapBytes": 1_048_576,
     }
+    assert body["memoryEnabled"] is True
 
 
 def test_it_keeps_notes_and_history_when_the_agent_is_defined_again(api: Api) -> None:

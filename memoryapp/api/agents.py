@@ -126,9 +126,10 @@ class ToolCallOut(_Out):
 class NotesOut(_Out):
     notes: list[NoteOut]
     openTokens: int
-    maxOpenTokens: int
+    maxOpenTokens: int | None
     storeBytes: int
     storeCapBytes: int
+    memoryEnabled: bool
 
 
 @router.put("/agents/{agent_name}", response={200: AgentOut, 201: AgentOut, **ERRORS}, summary="Define an agent")
