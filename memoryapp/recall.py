@@ -273,7 +273,9 @@ def recall(
 ) -> dict[str, Any]:
     """Recall long-term memory for ``query`` in ``dataset`` (DESIGN.md section 5, POST /recall).
 
-    ``include`` is any of ``episodes``, ``facts``, ``synthesis``, ``raw``; ``limit``
+    ``include`` is any of ``episodes``, ``facts``, ``synthesis``, ``raw`` (synthesis is
+    written from the included layers' items; ``["synthesis"]`` alone searches episodes,
+    facts and raw for it and returns only the synthesis and its context); ``limit``
     (1..50) caps each list; ``thread_id`` is the caller's current thread, whose messages
     are left out of ``raw``; ``message_range`` ``(before, after)`` is the neighbours each
     raw hit carries (None: the reply after a question, memoryapp.message_search);
@@ -292,6 +294,11 @@ def recall(
     Raises ModelCallFailed when synthesis was asked for and its model call failed;
     ValueError for a malformed ``thread_id``.
     """
+    # Synthesis alone: it is written from the other layers' items, so search those (the
+    # default layers) for it and return the synthesis without the lists.
+    searched = set(include)
+    if searched == {"synthesis"}:
+        searched |= {"episodes", "facts", "raw"}
     exclude = None
     if thread_id is not None:
         exclude = thread_id if isinstance(thread_id, uuid.UUID) else uuid.UUID(str(thread_id))
@@ -299,7 +306,7 @@ def recall(
     terms = query_terms(query)
     layers: dict[str, list[dict[str, Any]]] = {"raw": [], "facts": [], "episodes": []}
     entities: list[dict[str, Any]] = []
-    if "facts" in include:
+    if "facts" in searched:
         found = fact_search_rows(
             project=project,
             dataset=dataset,
@@ -309,11 +316,11 @@ def recall(
         )
         entities = fact_entities(found)
         layers["facts"] = [fact for fact, _, _ in found]
-    if "episodes" in include:
+    if "episodes" in searched:
         layers["episodes"] = _episode_layer(
             project=project, dataset=dataset, terms=terms, limit=limit, facts=layers["facts"]
         )
-    if "raw" in include:
+    if "raw" in searched:
         hits = message_search(
             project=project,
             dataset=dataset,
@@ -328,6 +335,8 @@ def recall(
     synthesis: str | None = None
     if "synthesis" in include and (raw or fact_items or episode_items):
         synthesis = _synthesize(query, synthesis_context(raw, fact_items, episode_items))
+    if searched != set(include):  # synthesis alone: only it is returned
+        raw, fact_items, episode_items, entities = [], [], [], []
     context = build_context(
         dataset=dataset, raw=raw, synthesis=synthesis, facts=fact_items, episodes=episode_items
     )
