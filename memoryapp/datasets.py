@@ -188,6 +188,7 @@ def dataset_delete(*, project: Project, dataset: str) -> DatasetDeleted:
         episodes = Episode.objects.filter(Q(project=project, dataset=dataset) | Q(thread_id__in=thread_ids))
         facts = Fact.objects.filter(Q(project=project, dataset=dataset) | Q(thread_id__in=thread_ids))
         counts = (episodes.count(), facts.count())
+        semantic.invalidations_release(deleted=facts)
         facts.delete()
         episodes.delete()
         # Summaries are pointed at by their thread; clear that so the cascade is one pass.
@@ -210,11 +211,14 @@ def thread_forget(*, thread: Thread) -> None:
     """DELETE /v1/memory/working/threads/{id}: the thread with everything derived from it
     (messages, summaries, episodes, facts, notes and versions, turns, jobs and their task
     rows), plus the entities of its dataset no remaining fact refers to; an entity
-    summary that quoted one of its facts is replaced (semantic.summaries_refresh). Raises
+    summary that quoted one of its facts is replaced (semantic.summaries_refresh) and a
+    fact of another thread one of its facts had invalidated is settled
+    (semantic.invalidations_release). Raises
     ThreadNotFound if it is already gone (memoryapp.working.thread_delete)."""
     with transaction.atomic():
         job_ids = list(Job.objects.filter(thread_id=thread.pk).values_list("pk", flat=True))
         texts = list(Fact.objects.filter(thread_id=thread.pk).values_list("text", flat=True))
+        semantic.invalidations_release(deleted=Fact.objects.filter(thread_id=thread.pk))
         working.thread_delete(thread=thread)
         semantic.summaries_refresh(project_id=thread.project_id, dataset=thread.dataset, texts=texts)
         entities_prune(project_id=thread.project_id, datasets=[thread.dataset])

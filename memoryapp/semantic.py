@@ -15,7 +15,9 @@ Lineage rules (facts_store):
   fact's ``valid_from``: when it stopped being true) and ``invalidated_by``, and is kept
   for audit. If the stored fact is the newer one (messages extracted out of order), the
   new fact is stored already invalidated by it.
-- Deleting a fact removes it and its search-index row at once (fact_delete).
+- Deleting a fact removes it and its search-index row at once (fact_delete); a fact it
+  had invalidated is current again unless a newer current fact invalidates it
+  (invalidations_release, the same for a thread's or a dataset's facts).
 - An entity's summary never outlives the fact it quotes: when a fact stops being current
   (invalidated or deleted), an entity whose summary is that fact's text gets the text of
   the newest current fact that mentions it, or "" (summaries_refresh, in the same
@@ -406,15 +408,60 @@ def fact_get(*, project: Project, fact_id: str | uuid.UUID) -> Fact:
     return fact
 
 
+def invalidations_release(*, deleted: QuerySet[Fact]) -> list[Fact]:
+    """Settle the facts that the facts ``deleted`` (about to be deleted) had invalidated,
+    so none is left invalidated by nothing; return them. Each becomes current again,
+    unless a current fact outside ``deleted`` with the same subject and a single-valued
+    attribute is newer than it: then it is invalidated by the earliest such fact (at its
+    ``valid_from``, when the older statement stopped being true). Facts released
+    together are settled newest first, so an older one is invalidated by a newer one
+    made current again here, never two current values of one single-valued attribute.
+    Call inside the deleting transaction, before the delete (the delete clears
+    ``invalidated_by``, after which nothing tells such a fact from any other)."""
+    gone = deleted.values("pk")  # a subquery: a dataset's facts can be many
+    orphans = list(
+        Fact.objects.filter(invalidated_by_id__in=gone)
+        .exclude(pk__in=gone)
+        .order_by("-valid_from", "-created", "-id")
+    )
+    keyed = [f for f in orphans if f.attribute and f.subject_id is not None]
+    rivals: dict[tuple[object, str], list[Fact]] = {}
+    if keyed:
+        for fact in (
+            Fact.objects.current()
+            .filter(
+                single_valued=True,
+                subject_id__in={f.subject_id for f in keyed},
+                attribute__in={f.attribute for f in keyed},
+            )
+            .exclude(pk__in=gone)
+        ):
+            rivals.setdefault((fact.subject_id, fact.attribute), []).append(fact)
+    for fact in orphans:
+        key = (fact.subject_id, fact.attribute)
+        newer = [r for r in rivals.get(key, []) if fact.attribute and r.valid_from > fact.valid_from]
+        if newer:
+            by = min(newer, key=lambda r: (r.valid_from, r.created))
+            fact.invalidated_at, fact.invalidated_by = by.valid_from, by
+        else:
+            fact.invalidated_at, fact.invalidated_by = None, None
+            if fact.attribute and fact.single_valued:
+                rivals.setdefault(key, []).append(fact)
+    if orphans:
+        Fact.objects.bulk_update(orphans, ["invalidated_at", "invalidated_by"])
+    return orphans
+
+
 def fact_delete(*, project: Project, fact_id: str | uuid.UUID) -> None:
     """Forget one fact for good (a person's right to have one thing forgotten): the row
     and its full-text index entry go in one transaction, so recall and search stop
     returning it at once; an entity summary quoting it is replaced (summaries_refresh).
-    A fact it had invalidated stays invalidated (what was said stays said) with
-    ``invalidated_by`` cleared; the dataset's open pages are told
-    (events.dataset_changed). Raises FactNotFound."""
+    A fact it had invalidated is current again unless a newer current fact of its
+    subject and attribute invalidates it (invalidations_release); the dataset's open
+    pages are told (events.dataset_changed). Raises FactNotFound."""
     with transaction.atomic():
         fact = fact_get(project=project, fact_id=fact_id)
+        invalidations_release(deleted=Fact.objects.filter(pk=fact.pk))
         fact.delete()
         summaries_refresh(project_id=project.pk, dataset=fact.dataset, texts=[fact.text])
         events.dataset_changed(project_id=project.pk, dataset=fact.dataset)

@@ -190,3 +190,65 @@ def test_it_names_the_offending_query_field(api: Api, anon_api: Api) -> None:
         assert [i["path"] for i in resp.json()["issues"]] == [[field]], (path, params)
     assert anon_api.get(f"{SEMANTIC}/facts").status_code == 401
     assert api.get(f"{EPISODIC}/episodes/nope").status_code == 404
+
+
+def _facts(api: Api, dataset: str = "user_42") -> list[tuple[str, str | None, str | None]]:
+    """``(text, invalidatedAt, text of invalidatedBy)`` of every fact, oldest first."""
+    facts = api.get(f"{SEMANTIC}/facts", dataset=dataset, includeInvalidated="true").json()["facts"]
+    text = {f["factId"]: f["text"] for f in facts}
+    return [
+        (f["text"], f["invalidatedAt"], text.get(f["invalidatedBy"]) if f["invalidatedBy"] else None)
+        for f in reversed(facts)
+    ]
+
+
+def test_deleting_the_newer_fact_makes_the_one_it_replaced_current_again(
+    api: Api, clock: Clock
+) -> None:
+    """Review item 12: deleting the fact that invalidated another used to leave the older
+    one invalidated by nothing (invalidatedBy null) and the user with no current car."""
+    _episode(api, "I drive a Honda Civic")
+    clock.set("2026-08-20T10:00:00.000Z")
+    _episode(api, "I drive a Toyota Prius now")
+    assert _facts(api) == [
+        ("The user drives a Honda Civic.", "2026-08-20T10:00:00.000Z", "The user drives a Toyota Prius now."),
+        ("The user drives a Toyota Prius now.", None, None),
+    ]
+    prius = api.get(f"{SEMANTIC}/facts", dataset="user_42").json()["facts"][0]
+    assert api.delete(f"{SEMANTIC}/facts/{prius['factId']}").status_code == 204
+    assert _facts(api) == [("The user drives a Honda Civic.", None, None)]
+    found = api.post("/v1/memory/recall", {"dataset": "user_42", "query": "car drive", "include": ["facts"]})
+    assert [f["text"] for f in found.json()["facts"]] == ["The user drives a Honda Civic."]
+
+
+def test_deleting_a_middle_fact_hands_its_invalidation_to_the_next_newer_one(
+    api: Api, clock: Clock
+) -> None:
+    """Civic, then Prius, then Tesla: deleting the Prius leaves the Civic replaced, now by
+    the Tesla (at the Tesla's time), never current beside it."""
+    _episode(api, "I drive a Honda Civic")
+    clock.set("2026-08-20T10:00:00.000Z")
+    _episode(api, "I drive a Toyota Prius now")
+    clock.set("2026-08-25T10:00:00.000Z")
+    _episode(api, "I drive a Tesla Model 3 now")
+    prius = next(
+        f for f in api.get(f"{SEMANTIC}/facts", includeInvalidated="true").json()["facts"]
+        if "Prius" in f["text"]
+    )
+    assert api.delete(f"{SEMANTIC}/facts/{prius['factId']}").status_code == 204
+    assert _facts(api) == [
+        ("The user drives a Honda Civic.", "2026-08-25T10:00:00.000Z", "The user drives a Tesla Model 3 now."),
+        ("The user drives a Tesla Model 3 now.", None, None),
+    ]
+
+
+def test_deleting_the_thread_of_the_newer_fact_restores_the_older_one(
+    api: Api, clock: Clock
+) -> None:
+    _episode(api, "I drive a Honda Civic")
+    clock.set("2026-08-20T10:00:00.000Z")
+    newer = _episode(api, "I drive a Toyota Prius now")
+    assert api.delete(f"/v1/memory/working/threads/{newer['threadId']}").status_code == 204
+    assert _facts(api) == [("The user drives a Honda Civic.", None, None)]
+    entities = api.get(f"{SEMANTIC}/entities", dataset="user_42").json()["entities"]
+    assert [(e["name"], e["factCount"]) for e in entities] == [("Honda Civic", 1), ("user", 1)]
