@@ -120,6 +120,16 @@ class NoMemoryAgent(MemoryError_):
     """The thread has no agent with memory, so it has no memory tools: 409."""
 
 
+class DatasetLocked(MemoryError_):
+    """PATCH of a thread's ``dataset`` once the thread has long-term memory (an episode,
+    with its facts and entity links, written in the old dataset): 409. Moving it would
+    split the thread's memory between two user scopes (docs/decisions.md)."""
+
+    def __init__(self, dataset: str) -> None:
+        super().__init__(f"the thread's long-term memory is in dataset {dataset!r}")
+        self.dataset = dataset
+
+
 class DuplicateCallId(MemoryError_):
     """A tool call's ``callId`` was already used on the thread (POST .../tools): 409.
 

@@ -22,8 +22,8 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
 from memoryapp import events, sql
-from memoryapp.errors import IdempotencyConflict, InvalidInput, ThreadNotFound
-from memoryapp.models import Agent, Message, Project, Thread, ThreadTag
+from memoryapp.errors import DatasetLocked, IdempotencyConflict, InvalidInput, ThreadNotFound
+from memoryapp.models import Agent, Episode, Message, Project, Thread, ThreadTag
 from memoryapp.results import (
     AppendResult,
     CompactionState,
@@ -140,13 +140,20 @@ def thread_update(*, thread: Thread, changes: dict[str, Any]) -> Thread:
 
     ``changes`` may hold ``dataset``, ``tags``, ``metadata``, ``auto_compact_threshold``
     (None disables auto-compaction); keys absent are left alone. Raises ThreadNotFound
-    if the thread was deleted meanwhile.
+    if the thread was deleted meanwhile, DatasetLocked for another ``dataset`` once the
+    thread has an episode (its memory stays in one dataset; checked under the row lock
+    the episode job writes under, so a job never writes into the old dataset after a
+    move it raced with).
     """
     fields: list[str] = []
     with transaction.atomic():
         locked = Thread.objects.select_for_update().filter(pk=thread.pk).first()
         if locked is None:  # deleted since the caller looked it up
             raise ThreadNotFound()
+        if changes.get("dataset", locked.dataset) != locked.dataset and (
+            Episode.objects.filter(thread=locked).exists()
+        ):
+            raise DatasetLocked(locked.dataset)
         for name in ("dataset", "metadata", "auto_compact_threshold"):
             if name in changes:
                 setattr(locked, name, changes[name])

@@ -321,3 +321,50 @@ def test_it_validates_a_dataset_name_ending_in_export_as_the_whole_name(api: Api
     assert (long.status_code, long.json()["issues"][0]["path"]) == (400, ["dataset"])
     assert api.delete(f"{URL}/{'x' * 193}/export").json() == {"error": "Dataset not found"}
     assert api.delete(f"{URL}/%00/export").json()["issues"][0]["path"] == ["dataset"]
+
+
+def _export(api: Api, dataset: str) -> dict[str, Any]:
+    resp = api.get(f"{URL}/{dataset}/export")
+    assert resp.status_code == 200
+    return dict(json.loads(b"".join(resp.streaming_content)))
+
+
+def test_a_thread_moves_dataset_only_until_it_has_long_term_memory(
+    api: Api, project: Project
+) -> None:
+    """Review item 1: moving a thread after end() split its memory: the facts and episode
+    stayed in move_a while the thread and its later facts went to move_b, both cars were
+    current, and DELETE /datasets/move_b deleted move_a's facts with the thread."""
+    tid = api.create_thread(dataset="move_a")["threadId"]
+    api.append(tid, "I drive a Volvo XC60.")
+    # Before any episode the thread has no memory of its own yet: it moves freely.
+    moved = api.patch(f"/v1/memory/working/threads/{tid}", {"dataset": "move_b"})
+    assert (moved.status_code, moved.json()["dataset"]) == (200, "move_b")
+    assert api.patch(f"/v1/memory/working/threads/{tid}", {"dataset": "move_a"}).status_code == 200
+    episodic.episode_build(thread_id=tid, from_sequence=1, to_sequence=1)
+
+    resp = api.patch(f"/v1/memory/working/threads/{tid}", {"dataset": "move_b", "tags": ["x"]})
+    assert resp.status_code == 409
+    assert resp.json() == {
+        "error": "Thread has long-term memory in its dataset",
+        "issues": [{
+            "path": ["dataset"], "code": "immutable",
+            "message": "dataset cannot change once the thread has long-term memory: its episodes, "
+            "facts and entities were written in dataset 'move_a'; create a new thread in the "
+            "other dataset",
+        }],
+    }
+    thread = Thread.objects.get(pk=tid)
+    assert (thread.dataset, thread.tags) == ("move_a", [])  # nothing of the PATCH applied
+    # The same dataset again, and the other fields, are still fine.
+    same = api.patch(f"/v1/memory/working/threads/{tid}", {"dataset": "move_a", "tags": ["x"]})
+    assert (same.status_code, same.json()["dataset"], same.json()["tags"]) == (200, "move_a", ["x"])
+
+    # Everything of the thread is in one dataset: export and delete agree.
+    exported = _export(api, "move_a")
+    assert [len(exported[k]) for k in ("threads", "episodes", "facts")] == [1, 1, 1]
+    assert api.get(f"{URL}/move_b/export").status_code == 404
+    assert api.delete(f"{URL}/move_a").json() == {
+        "threadsDeleted": 1, "messagesDeleted": 1, "episodesDeleted": 1, "factsDeleted": 1,
+        "entitiesDeleted": 2,
+    }

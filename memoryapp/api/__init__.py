@@ -16,6 +16,7 @@ from memoryapp.api.auth import ApiKeyAuth
 from memoryapp.datasets import DatasetNotFound
 from memoryapp.errors import (
     AgentNotFound,
+    DatasetLocked,
     DuplicateCallId,
     EpisodeNotFound,
     FactNotFound,
@@ -89,6 +90,19 @@ def _no_memory_agent(request: HttpRequest, exc: NoMemoryAgent) -> HttpResponse:
         409,
         "Thread has no memory-enabled agent",
         detail="Create the thread with an agent whose memory option is set (PUT /v1/memory/agents/{name}).",
+    )
+
+
+@api.exception_handler(DatasetLocked)
+def _dataset_locked(request: HttpRequest, exc: DatasetLocked) -> HttpResponse:
+    message = (
+        f"dataset cannot change once the thread has long-term memory: its episodes, facts "
+        f"and entities were written in dataset {exc.dataset!r}; create a new thread in the "
+        "other dataset"
+    )
+    return error_response(
+        api, request, 409, "Thread has long-term memory in its dataset",
+        [{"path": ["dataset"], "message": message, "code": "immutable"}],
     )
 
 

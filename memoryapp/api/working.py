@@ -74,7 +74,10 @@ def get_thread(request: HttpRequest, thread_id: str) -> dict[str, Any]:
 
 
 @router.patch(
-    "/threads/{thread_id}", response={200: ThreadOut, **ERRORS}, summary="Update a thread"
+    "/threads/{thread_id}",
+    response={200: ThreadOut, 409: ErrorOut, **ERRORS},
+    summary="Update a thread",
+    description="dataset can change only until the thread has long-term memory (409 after).",
 )
 def patch_thread(request: HttpRequest, thread_id: str, payload: ThreadPatchIn) -> dict[str, Any]:
     thread = working.thread_get(project=request_project(request), thread_id=thread_id)

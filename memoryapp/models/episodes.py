@@ -21,8 +21,8 @@ from memoryapp.models.threads import Thread
 class Episode(models.Model):
     """One episode of a thread: its range, a title and a summary.
 
-    ``dataset`` is copied from the thread when the episode is written, so an episode stays
-    in the user scope it was made in even if the thread is moved later. At most one
+    ``dataset`` is copied from the thread when the episode is written; a thread with an
+    episode cannot change dataset (working.thread_update), so they stay equal. At most one
     episode starts at a given sequence number of a thread (the job's idempotence rests on
     that constraint).
     """
