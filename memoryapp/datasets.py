@@ -128,7 +128,7 @@ def _export_parts(project: Project, dataset: str) -> Iterator[str]:
             yield ","
         yield from _thread_parts(thread)
     yield '],"episodes":'
-    episodes = Episode.objects.filter(project=project, dataset=dataset).order_by("created", "id")
+    episodes = Episode.objects.filter(project=project, dataset=dataset).order_by("started_at", "id")
     yield from _array(serializers.episode_to_dict(e) for e in episodes.iterator(EXPORT_CHUNK))
     yield ',"facts":'
     facts = (

@@ -246,6 +246,8 @@ def _episode_write(
             summary=extraction.summary.strip()[:MAX_SUMMARY_CHARS],
             quoted_message_ids=list(dict.fromkeys(quoted)),
             model=extraction.model[:200],
+            started_at=rows[0].created_at,
+            ended_at=rows[-1].created_at,
             created=timezone.now(),
         )
         stored = semantic.facts_store(
@@ -278,7 +280,8 @@ def episode_list(
     limit: int = 50,
     cursor: str | None = None,
 ) -> tuple[list[Episode], str | None]:
-    """``(episodes, next_cursor)`` of ``project``, newest first, optionally of one dataset
+    """``(episodes, next_cursor)`` of ``project``, newest conversation first (by
+    ``started_at``, when its first message was written), optionally of one dataset
     and one thread. Raises ThreadNotFound when ``thread_id`` is not the project's thread,
     InvalidInput for a malformed cursor."""
     qs: QuerySet[Episode] = Episode.objects.filter(project=project)
@@ -288,7 +291,7 @@ def episode_list(
         if not Thread.objects.filter(pk=thread_id, project=project).exists():
             raise ThreadNotFound()
         qs = qs.filter(thread_id=thread_id)
-    return keyset_page(qs, time_field="created", cursor=cursor, limit=limit)
+    return keyset_page(qs, time_field="started_at", cursor=cursor, limit=limit)
 
 
 def episode_get(*, project: Project, episode_id: str | uuid.UUID) -> Episode:
@@ -315,7 +318,7 @@ def episode_search(
             SELECT e.id, -bm25({EPISODE_FTS}) FROM {EPISODE_FTS}
             JOIN memoryapp_episode AS e ON e.rowid = {EPISODE_FTS}.rowid
             WHERE {EPISODE_FTS} MATCH %s AND e.project_id = %s AND e.dataset = %s
-            ORDER BY bm25({EPISODE_FTS}), e.created DESC LIMIT %s
+            ORDER BY bm25({EPISODE_FTS}), e.started_at DESC LIMIT %s
         """
         expression = " OR ".join('"' + re.sub('"', '""', t) + '"' for t in terms)
         with connection.cursor() as cursor:
@@ -345,7 +348,7 @@ def _episode_search_postgresql(
         .alias(document=vector)
         .filter(document=search)
         .annotate(score=SearchRank(vector, search, cover_density=True))
-        .order_by("-score", "-created")
+        .order_by("-score", "-started_at")
         .values_list("id", "score")[:limit]
     )
     return [(pk, float(score)) for pk, score in rows]

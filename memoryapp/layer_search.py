@@ -191,7 +191,7 @@ def episode_search_rows(
         FROM memoryapp_episode AS e
         {join}
         WHERE {condition} AND e.project_id = %s AND e.dataset = %s
-        ORDER BY score DESC, e.created DESC
+        ORDER BY score DESC, e.started_at DESC
         LIMIT %s
     """
     return [
@@ -202,7 +202,7 @@ def episode_search_rows(
 
 EPISODE_COLUMNS = (
     "e.id, e.thread_id, e.dataset, e.from_sequence, e.to_sequence, e.title, e.summary, "
-    "e.created, e.quoted_message_ids"
+    "e.created, e.quoted_message_ids, e.started_at, e.ended_at"
 )
 
 
@@ -217,6 +217,8 @@ def episode_row(row: Sequence[Any]) -> dict[str, Any]:
         "toSequence": int(row[4]),
         "title": row[5],
         "summary": row[6],
+        "startedAt": _time(row[9] or row[7]),
+        "endedAt": _time(row[10] or row[7]),
         "createdAt": _time(row[7]),
         "quotedMessageIds": _list(row[8]),
     }

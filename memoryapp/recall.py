@@ -187,7 +187,7 @@ def _fact_line(fact: dict[str, Any]) -> str:
 def _episode_line(episode: dict[str, Any]) -> str:
     return (
         f'<episode thread="{episode["threadId"]}" from="{episode["fromSequence"]}" '
-        f'to="{episode["toSequence"]}" date="{episode["createdAt"][:10]}" '
+        f'to="{episode["toSequence"]}" date="{episode["startedAt"][:10]}" '
         f'title="{_attribute(episode["title"])}">{_escape(_snippet(episode["summary"]))}</episode>'
     )
 
@@ -244,7 +244,7 @@ def synthesis_context(
     (memoryapp.llm.prompts)."""
     lines = [f"fact ({f['validFrom'][:10]}): {_snippet(f['text'])}" for f in facts]
     lines += [
-        f"episode ({e['createdAt'][:10]}): {e['title']}: {_snippet(e['summary'])}"
+        f"episode ({e['startedAt'][:10]}): {e['title']}: {_snippet(e['summary'])}"
         for e in episodes
     ]
     for item in raw:

@@ -207,7 +207,9 @@ def episode_built_to_dict(built: EpisodeBuilt) -> dict[str, Any]:
 
 def episode_to_dict(episode: Episode) -> dict[str, Any]:
     """The episode resource: ``{"episodeId", "threadId", "dataset", "fromSequence",
-    "toSequence", "title", "summary", "createdAt"}``."""
+    "toSequence", "title", "summary", "startedAt", "endedAt", "createdAt"}``: when the
+    conversation happened (its first and last raw message's createdAt), then when the
+    episode was written."""
     return {
         "episodeId": str(episode.id),
         "threadId": str(episode.thread_id),
@@ -216,6 +218,8 @@ def episode_to_dict(episode: Episode) -> dict[str, Any]:
         "toSequence": episode.to_sequence,
         "title": episode.title,
         "summary": episode.summary,
+        "startedAt": iso_ms(episode.started_at or episode.created),
+        "endedAt": iso_ms(episode.ended_at or episode.created),
         "createdAt": iso_ms(episode.created),
     }
 

@@ -109,7 +109,7 @@ def episodes_timeline(
     newest (older than ``cursor``), shown oldest first; and the older page's cursor.
     Raises InvalidInput (path ``cursor``) for a malformed cursor."""
     qs = Episode.objects.filter(project=project, dataset=dataset).select_related("thread")
-    rows, next_cursor = keyset_page(qs, time_field="created", cursor=cursor, limit=EPISODES_PAGE_SIZE)
+    rows, next_cursor = keyset_page(qs, time_field="started_at", cursor=cursor, limit=EPISODES_PAGE_SIZE)
     return rows[::-1], next_cursor
 
 

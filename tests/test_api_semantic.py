@@ -7,7 +7,7 @@ from typing import Any
 from django.db import connection
 
 from memoryapp import episodic
-from tests.conftest import Api, Clock
+from tests.conftest import Api, Clock, at
 
 SEMANTIC = "/v1/memory/semantic"
 EPISODIC = "/v1/memory/episodic"
@@ -60,6 +60,8 @@ def test_it_lists_episodes_and_gets_one(api: Api, clock: Clock) -> None:
         "toSequence": 2,
         "title": "Honda Civic, Mara",
         "summary": "- The user drives a Honda Civic.\n- The user's sister is Mara.",
+        "startedAt": "2026-08-16T09:00:00.000Z",
+        "endedAt": "2026-08-16T09:00:00.000Z",
         "createdAt": "2026-08-16T09:00:00.000Z",
     }
     assert body["nextCursor"] is None
@@ -252,3 +254,70 @@ def test_deleting_the_thread_of_the_newer_fact_restores_the_older_one(
     assert _facts(api) == [("The user drives a Honda Civic.", None, None)]
     entities = api.get(f"{SEMANTIC}/entities", dataset="user_42").json()["entities"]
     assert [(e["name"], e["factCount"]) for e in entities] == [("Honda Civic", 1), ("user", 1)]
+
+
+def _imported(api: Api, dataset: str, *lines: tuple[str, str]) -> str:
+    """A thread of imported messages ``(createdAt, content)``, ended and extracted."""
+    thread = api.create_thread(dataset=dataset)["threadId"]
+    for when, text in lines:
+        resp = api.post(
+            f"/v1/memory/working/threads/{thread}/messages",
+            {"role": "user", "content": text, "createdAt": when},
+        )
+        assert resp.status_code == 201, resp.json()
+    episodic.episode_build(thread_id=thread, from_sequence=1, to_sequence=len(lines))
+    return str(thread)
+
+
+def test_episodes_carry_when_the_conversation_happened(api: Api, clock: Clock) -> None:
+    """Review item 2: episodes were dated by when the job ran, so three imported
+    conversations of January, May and October all read 2026-12-01 and listed in load
+    order. They now carry startedAt / endedAt (their messages' createdAt), list newest
+    conversation first, and recall's context dates them by it."""
+    clock.set("2026-12-01T12:00:00.000Z")
+    may = _imported(api, "u", ("2026-05-03T10:00:00Z", "I turned 31 today"), ("2026-05-04T08:30:00Z", "I am 31 years old"))
+    october = _imported(api, "u", ("2026-10-02T20:17:00Z", "I turned 32 yesterday"))
+    january = _imported(api, "u", ("2026-01-10T18:00:00Z", "I drive a Honda Civic"))
+    body = api.get(f"{EPISODIC}/episodes", dataset="u").json()
+    assert [(e["threadId"], e["startedAt"], e["endedAt"], e["createdAt"]) for e in body["episodes"]] == [
+        (october, "2026-10-02T20:17:00.000Z", "2026-10-02T20:17:00.000Z", "2026-12-01T12:00:00.000Z"),
+        (may, "2026-05-03T10:00:00.000Z", "2026-05-04T08:30:00.000Z", "2026-12-01T12:00:00.000Z"),
+        (january, "2026-01-10T18:00:00.000Z", "2026-01-10T18:00:00.000Z", "2026-12-01T12:00:00.000Z"),
+    ]
+    # Paging follows the same order.
+    first = api.get(f"{EPISODIC}/episodes", dataset="u", limit=2).json()
+    rest = api.get(f"{EPISODIC}/episodes", dataset="u", limit=2, cursor=first["nextCursor"]).json()
+    assert [e["threadId"] for e in first["episodes"] + rest["episodes"]] == [october, may, january]
+    found = api.post("/v1/memory/recall", {"dataset": "u", "query": "turned", "include": ["episodes"]}).json()
+    dates = {e["threadId"]: (e["startedAt"], e["endedAt"]) for e in found["episodes"]}
+    assert dates == {
+        october: ("2026-10-02T20:17:00.000Z", "2026-10-02T20:17:00.000Z"),
+        may: ("2026-05-03T10:00:00.000Z", "2026-05-04T08:30:00.000Z"),
+    }
+    assert f'<episode thread="{october}" from="1" to="1" date="2026-10-02"' in found["context"]
+    assert f'<episode thread="{may}" from="1" to="2" date="2026-05-03"' in found["context"]
+    assert "2026-12-01" not in found["context"]
+
+
+def test_migration_0018_backfills_episode_times_from_their_messages(api: Api, clock: Clock) -> None:
+    import importlib
+
+    from django.apps import apps
+
+    from memoryapp.models import Episode
+
+    clock.set("2026-12-01T12:00:00.000Z")
+    thread = _imported(api, "u", ("2026-05-03T10:00:00Z", "I turned 31 today"), ("2026-05-04T08:30:00Z", "I am 31 years old"))
+    Episode.objects.update(started_at=None, ended_at=None)
+    # A range with no raw message in it (only a hand-made row: messages are never
+    # deleted alone) takes the episode's own time.
+    orphan = Episode.objects.create(
+        project=Episode.objects.get().project, thread_id=thread, dataset="u", from_sequence=50,
+        to_sequence=60, title="t", summary="s",
+    )
+    Episode.objects.filter(pk=orphan.pk).update(started_at=None, ended_at=None)
+    importlib.import_module("memoryapp.migrations.0018_episode_started_ended").backfill(apps, None)
+    rows = {e.from_sequence: (e.started_at, e.ended_at, e.created) for e in Episode.objects.all()}
+
+    assert rows[1][:2] == (at("2026-05-03T10:00:00.000Z"), at("2026-05-04T08:30:00.000Z"))
+    assert rows[50][:2] == (rows[50][2], rows[50][2])

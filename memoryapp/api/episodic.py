@@ -55,7 +55,9 @@ class EpisodeOut(_Out):
     toSequence: int
     title: str
     summary: str
-    createdAt: str
+    startedAt: str = Field(description="createdAt of the range's first raw message: when the conversation happened")
+    endedAt: str = Field(description="createdAt of the range's last raw message")
+    createdAt: str = Field(description="when the episode was written (the job ran)")
 
 
 class EpisodeListOut(_Out):

@@ -40,17 +40,26 @@ class Episode(models.Model):
     quoted_message_ids = models.JSONField(default=list)
     # The adapter's model that wrote the summary and extraction ("offline-extractive", ...).
     model = models.CharField(max_length=200, blank=True, default="")
+    # When the conversation happened: the createdAt of the first and last raw message of
+    # the range (imported messages keep their own time), not when the job ran (created).
+    # Always set (the job writes them, migration 0018 backfilled them); nullable only so
+    # SQLite adds the columns in place: a NOT NULL column makes Django rebuild the table,
+    # which drops the full-text triggers of migration 0007.
+    started_at = models.DateTimeField(null=True)
+    ended_at = models.DateTimeField(null=True)
     created = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        ordering = ["-created", "-id"]
+        ordering = ["-started_at", "-id"]
         constraints = [
             models.UniqueConstraint(
                 fields=["thread", "from_sequence"], name="episode_thread_from_unique"
             ),
         ]
         indexes = [
-            models.Index(fields=["project", "dataset", "-created"], name="episode_dataset_idx"),
+            models.Index(
+                fields=["project", "dataset", "-started_at"], name="episode_dataset_started_idx"
+            ),
         ]
 
     def __str__(self) -> str:
