@@ -22,6 +22,10 @@ Lineage rules (facts_store):
   (invalidated or deleted), an entity whose summary is that fact's text gets the text of
   the newest current fact that mentions it, or "" (summaries_refresh, in the same
   transaction). A summary that is no fact's text (a model wrote it) is left alone.
+- A derived summary follows the newest fact: when a job links facts to an entity whose
+  summary is empty or a fact's text, it becomes the text of the entity's newest current
+  fact (summaries_track, same transaction); the ``user`` entity excepted. A summary a
+  model gives for an entity replaces the one it had (EntityBook.resolve).
 """
 
 from __future__ import annotations
@@ -32,7 +36,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from django.db import connection, transaction
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    TextField,
+    Value,
+    When,
+)
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -92,18 +107,26 @@ class EntityBook:
     ``resolve(name, kind, summary)`` returns the dataset's entity called ``name``,
     creating it if new. A name whose words contain, or are contained in, exactly one
     existing entity's name of a compatible kind ("Civic" and "Honda Civic", "Mara" and
-    "Mara Jones") is that entity. A more specific ``kind`` than "thing" and a
-    ``summary``, when the entity has none, are recorded (summaries_refresh replaces a
-    summary whose fact stops being current).
+    "Mara Jones") is that entity. A more specific ``kind`` than "thing" is recorded. A
+    ``summary`` a model wrote (not the text of one of the job's facts, ``fact_texts``)
+    replaces the entity's summary, so the newest one the model gave stands; a summary that
+    is a fact's text is left to summaries_track, which gives the entity its newest current
+    fact once the job's facts are stored.
     """
 
-    def __init__(self, *, project: Project, dataset: str) -> None:
+    def __init__(
+        self, *, project: Project, dataset: str, fact_texts: Iterable[str] = ()
+    ) -> None:
         self.project, self.dataset = project, dataset
+        self.fact_texts = {t.strip() for t in fact_texts}
         self.by_key = {e.key: e for e in Entity.objects.filter(project=project, dataset=dataset)}
 
     def resolve(self, name: str, kind: str = "thing", summary: str = "") -> Entity:
         key = entity_key(name)
         entity = self.by_key.get(key) or self._by_words(key, kind)
+        summary = summary.strip()
+        if summary in self.fact_texts:  # a fact's text: summaries_track's to give
+            summary = ""
         if entity is None:
             entity = Entity.objects.create(
                 project=self.project,
@@ -119,7 +142,7 @@ class EntityBook:
         if entity.kind == "thing" and kind and kind != "thing":
             entity.kind = kind[:50]
             changed.append("kind")
-        if not entity.summary and summary:
+        if summary and summary != entity.summary:
             entity.summary = summary
             changed.append("summary")
         if changed:
@@ -163,11 +186,41 @@ def entity_list(
     return rows[:limit], next_cursor
 
 
+#: The entity of the unnamed user (an unlabelled user message speaks for it).
+USER_KEY = "user"
+
+
+def summaries_track(*, entity_ids: Iterable[object]) -> int:
+    """Give each of ``entity_ids`` whose summary is derived (empty, or the text of a fact
+    linked to it) the text of the newest current fact linked to it; return how many rows
+    the UPDATE touched. A model-written summary (no fact's text) is left alone, and so is
+    the ``user`` entity: the subject of nearly every fact, it would take whichever came
+    last ("The user eats it every Friday."), so it keeps "" or what a model wrote, and its
+    profile is its facts (GET /semantic/facts?entity=user). One UPDATE; call it in the
+    transaction that linked new facts, after the links are written."""
+    ids = list(entity_ids)
+    if not ids:
+        return 0
+    newest = (
+        Fact.objects.current()
+        .filter(entities=OuterRef("pk"))
+        .order_by("-valid_from", "-created", "-id")
+        .values("text")[:1]
+    )
+    quoted = Fact.objects.filter(entities=OuterRef("pk"), text=OuterRef("summary"))
+    return (
+        Entity.objects.filter(pk__in=ids)
+        .exclude(key=USER_KEY)
+        .filter(Q(summary="") | Exists(quoted))
+        .update(summary=Coalesce(Subquery(newest), Value("")), updated=timezone.now())
+    )
+
+
 def summaries_refresh(*, project_id: int, dataset: str, texts: Iterable[str]) -> int:
     """Give each entity of ``dataset`` whose summary is one of ``texts`` (the texts of
     facts that just stopped being current: invalidated or deleted) the text of the newest
-    current fact that mentions it, or "" when none is left; return how many entities
-    changed. One UPDATE; call it inside the transaction that invalidated or deleted the
+    current fact that mentions it, or "" when none is left (always "" for the user);
+    return how many entities changed. One UPDATE; call it inside the transaction that invalidated or deleted the
     facts, after it did, so no summary ever quotes a fact that is gone."""
     gone = {t for t in texts if t}
     if not gone:
@@ -178,8 +231,14 @@ def summaries_refresh(*, project_id: int, dataset: str, texts: Iterable[str]) ->
         .order_by("-valid_from", "-created", "-id")
         .values("text")[:1]
     )
+    # The user never takes a fact's text as its summary (summaries_track): it goes empty.
+    replacement = Case(
+        When(key=USER_KEY, then=Value("")),
+        default=Coalesce(Subquery(newest), Value("")),
+        output_field=TextField(),
+    )
     return Entity.objects.filter(project_id=project_id, dataset=dataset, summary__in=gone).update(
-        summary=Coalesce(Subquery(newest), Value("")), updated=timezone.now()
+        summary=replacement, updated=timezone.now()
     )
 
 
@@ -288,6 +347,7 @@ class _Ledger:
             dataset=self.episode.dataset,
             texts=[f.text for f in self.stored.invalidated],
         )
+        summaries_track(entity_ids={e for ids in self.links.values() for e in ids})
 
 
 def _store_one(
@@ -347,7 +407,9 @@ def facts_store(
     queries whatever the number of facts: the dataset's entities and current facts are
     read once and the new rows written in bulk.
     """
-    book = EntityBook(project=episode.project, dataset=episode.dataset)
+    book = EntityBook(
+        project=episode.project, dataset=episode.dataset, fact_texts=(f.text for f in facts)
+    )
     for entity in entities:
         if entity.name.strip():
             book.resolve(entity.name.strip(), entity.kind, entity.summary)

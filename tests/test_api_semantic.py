@@ -129,24 +129,24 @@ def test_it_drops_a_deleted_facts_text_from_every_entity_summary(
     _episode(api, "my Civic was red")
     body = {"dataset": "user_42", "query": "Civic", "include": ["facts"]}
     before = api.post("/v1/memory/recall", body).json()
-    sold = next(f for f in before["facts"] if f["text"] == "The user sold the Civic.")
+    red = next(f for f in before["facts"] if f["text"] == "The user's Civic was red.")
     civic = next(e for e in before["entities"] if e["name"] == "Honda Civic")
-    assert civic["summary"] == "The user sold the Civic."
+    assert civic["summary"] == "The user's Civic was red."  # its newest fact
 
-    assert api.delete(f"{SEMANTIC}/facts/{sold['factId']}").status_code == 204
+    assert api.delete(f"{SEMANTIC}/facts/{red['factId']}").status_code == 204
 
     entities = api.get(f"{SEMANTIC}/entities", dataset="user_42").json()["entities"]
     assert [(e["name"], e["summary"]) for e in entities] == [
-        ("Honda Civic", "The user's Civic was red."),
+        ("Honda Civic", "The user sold the Civic."),
         ("Prius", "The user drives a Prius now."),
         ("user", ""),
     ]
     after = api.post("/v1/memory/recall", body).json()
     assert [(e["name"], e["summary"]) for e in after["entities"]] == [
         ("user", ""),
-        ("Honda Civic", "The user's Civic was red."),
+        ("Honda Civic", "The user sold the Civic."),
     ]
-    assert "The user sold the Civic." not in str(after)
+    assert "The user's Civic was red." not in str(after)
 
 
 def _indexed(word: str) -> int | None:

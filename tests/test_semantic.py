@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from memoryapp import datasets, episodic, semantic, serializers, working
+from memoryapp import datasets, episodic, llm, semantic, serializers, working
 from memoryapp.errors import FactNotFound, InvalidInput
+from memoryapp.llm.port import EpisodeExtraction, ExtractedEntity, ExtractedFact
 from memoryapp.models import Entity, Fact, Message, Project, Thread
 from tests.conftest import Clock
 
@@ -85,15 +88,15 @@ def test_a_deleted_fact_leaves_no_entity_summary_behind(project: Project, clock:
 def test_a_forgotten_threads_facts_leave_no_entity_summary_behind(
     project: Project, clock: Clock
 ) -> None:
-    first = _thread(project)
-    _episode(first, "I drive a Honda Civic")
+    _episode(_thread(project), "I drive a Honda Civic")
     clock.set("2026-08-20T10:00:00.000Z")
-    _episode(_thread(project), "my Civic was red")
-    assert _summaries(project)["Honda Civic"] == "The user drives a Honda Civic."
+    second = _thread(project)
+    _episode(second, "my Civic was red")
+    assert _summaries(project)["Honda Civic"] == "The user's Civic was red."
 
-    datasets.thread_forget(thread=first)
+    datasets.thread_forget(thread=second)
 
-    assert _summaries(project) == {"Honda Civic": "The user's Civic was red.", "user": ""}
+    assert _summaries(project) == {"Honda Civic": "The user drives a Honda Civic.", "user": ""}
 
 
 def test_a_model_written_summary_stays_unless_it_is_the_removed_facts_text(
@@ -113,7 +116,8 @@ def test_a_model_written_summary_stays_unless_it_is_the_removed_facts_text(
         "Honda Civic": "A compact car the user owns.",
         "Mara": "",
         "Prius": "The user drives a Prius now.",
-        "user": "The user drives a Prius now.",
+        # The user's summary is never a fact's text (summaries_track): it goes empty.
+        "user": "",
     }
 
 
@@ -258,3 +262,63 @@ def test_it_invalidates_within_one_episode_in_message_order(project: Project, cl
     oslo, bergen = Fact.objects.get(value="Oslo"), Fact.objects.get(value="Bergen")
     assert (oslo.invalidated_by, bergen.invalidated_at) == (bergen, None)
     assert list(Fact.objects.current().filter(attribute="lives in")) == [bergen]
+
+
+def test_a_derived_entity_summary_follows_the_newest_fact_linked_to_it(
+    project: Project, clock: Clock
+) -> None:
+    """Review item 5: the summary was the first fact ever linked ("relocating to Bristol
+    next month" though the user lived there since); it is now the newest current fact
+    linked to the entity, set in the job's transaction. The user keeps "": it is the
+    subject of nearly every fact, so the newest one would be an arbitrary summary."""
+    _episode(_thread(project), "I drive a Honda Civic")
+    assert _summaries(project) == {"Honda Civic": "The user drives a Honda Civic.", "user": ""}
+    clock.set("2026-08-20T10:00:00.000Z")
+    _episode(_thread(project), "my Civic was red")
+    assert _summaries(project) == {"Honda Civic": "The user's Civic was red.", "user": ""}
+    clock.set("2026-08-25T10:00:00.000Z")
+    _episode(_thread(project), "I sold the Civic, I drive a Prius now")
+    assert _summaries(project) == {
+        "Honda Civic": "The user sold the Civic.",
+        "Prius": "The user drives a Prius now.",
+        "user": "",
+    }
+
+
+class _Model:
+    """An adapter whose extract_episode answers what a model (Gemini) would."""
+
+    def __init__(self, facts: list[ExtractedFact], entities: list[ExtractedEntity]) -> None:
+        self.facts, self.entities = facts, entities
+
+    def extract_episode(self, *, messages: list[Any]) -> EpisodeExtraction:
+        return EpisodeExtraction(
+            title="t", summary="s", quoted_sequences=(), facts=self.facts,
+            entities=self.entities, model="gemini-test",
+        )
+
+
+def test_a_model_written_entity_summary_is_replaced_by_the_models_next_one(
+    project: Project, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def answer(fact: str, value: str, summary: str) -> None:
+        model = _Model(
+            [ExtractedFact(text=fact, subject="user", attribute="car", value=value,
+                           single_valued=True, entities=(value,), source_sequences=(1,))],
+            [ExtractedEntity(name="Honda Civic", kind="product", summary=summary)] if summary else [],
+        )
+        monkeypatch.setattr(llm, "get_model", lambda: model)
+
+    answer("The user drives a Honda Civic.", "Honda Civic", "A compact car the user drives.")
+    _episode(_thread(project), "I drive a Honda Civic")
+    assert _summaries(project)["Honda Civic"] == "A compact car the user drives."
+    # A later job linking a fact but giving no summary keeps the model's.
+    clock.set("2026-08-20T10:00:00.000Z")
+    answer("The user's Honda Civic is red.", "Honda Civic", "")
+    _episode(_thread(project), "my Civic is red")
+    assert _summaries(project)["Honda Civic"] == "A compact car the user drives."
+    # A new summary from the model for the existing entity is taken.
+    clock.set("2026-08-25T10:00:00.000Z")
+    answer("The user sold the Honda Civic.", "Honda Civic", "The user's former car, sold in August 2026.")
+    _episode(_thread(project), "I sold the Civic")
+    assert _summaries(project)["Honda Civic"] == "The user's former car, sold in August 2026."
