@@ -33,7 +33,7 @@ from memoryapp.compaction_lease import compaction_lease
 from memoryapp.errors import ModelCallFailed, ThreadNotFound
 from memoryapp.llm.port import ModelError, Summary, TranscriptMessage
 from memoryapp.models import CompactionRun, Message, Project, Thread
-from memoryapp.results import AppendOutcome, AutoCompaction, CompactionResult
+from memoryapp.results import AppendOutcome, AppendResult, AutoCompaction, CompactionResult
 
 logger = logging.getLogger(__name__)
 
@@ -398,6 +398,18 @@ def message_append_compacting(
         idempotency_key=idempotency_key,
         created_at=created_at,
     )
+    return compact_appended(appended)
+
+
+def compact_appended(appended: AppendResult) -> AppendOutcome:
+    """The second half of message_append_compacting: the auto-compaction ``appended`` (a
+    committed append, or a replay) tripped, if any.
+
+    Split out so that a caller can tell an error of the append itself (raised before
+    anything was written: ThreadNotFound, IdempotencyConflict, InvalidInput) from what
+    follows the commit (memoryapp.fastpath declines the former to Django, never the
+    latter).
+    """
     message = appended.message
     if not appended.compaction_due:
         return AppendOutcome(message=message, replayed=appended.replayed, compaction=None)

@@ -20,8 +20,13 @@ from ninja.security import HttpBearer
 
 from memoryapp.models import ApiKey, Project
 from memoryapp.models.projects import hash_secret
-from memoryapp.ratelimit import api_key_rate_check
+from memoryapp.ratelimit import RateLimited, api_key_rate_check
 
+# The WSGI environ key (request.META) under which ApiKeyAuth notes that this request was
+# counted against its key's rate limit: ``(secret hash, retry_after or None)``. Not an
+# HTTP_ key, so no client can send it; memoryapp.fastpath leaves it for Django's pass
+# when it declines a request it already counted.
+RATE_COUNTED = "memory.rate_counted"
 # How long a resolved key is trusted without asking the database again.
 KEY_CACHE_SECONDS = 5.0
 # Entries kept at most; past that the cache starts over (a flood of distinct valid keys
@@ -78,7 +83,9 @@ class ApiKeyAuth(HttpBearer):
     A missing, malformed, unknown or revoked key makes ninja raise AuthenticationError,
     which memoryapp.api turns into 401 ``{"error": "Unauthorized"}``. Only active keys
     are cached, so an unknown key always asks the database. A key past its rate limit
-    raises memoryapp.ratelimit.RateLimited (429), cached or not.
+    raises memoryapp.ratelimit.RateLimited (429), cached or not. A request is counted
+    once: the outcome is noted in ``request.META[RATE_COUNTED]`` and a second pass
+    over the same request (memoryapp.fastpath declined it to Django) reuses it.
     """
 
     def __call__(self, request: HttpRequest) -> ApiKey | None:
@@ -99,7 +106,19 @@ class ApiKeyAuth(HttpBearer):
             if key is None:
                 return None
             key_cache.put(digest, key)
-        api_key_rate_check(request=request, key=key)
+        counted = request.META.get(RATE_COUNTED)
+        if counted is not None and counted[0] == digest:
+            # memoryapp.fastpath counted this request, then handed it to Django: its
+            # outcome stands (each request is counted once).
+            if counted[1] is not None:
+                raise RateLimited(counted[1])
+            return key
+        try:
+            api_key_rate_check(request=request, key=key)
+        except RateLimited as exc:
+            request.META[RATE_COUNTED] = (digest, exc.retry_after)
+            raise
+        request.META[RATE_COUNTED] = (digest, None)
         return key
 
 

@@ -33,6 +33,9 @@ from memoryapp.api.schemas import (
     ThreadPatchIn,
 )
 from memoryapp.errors import InvalidInput
+from memoryapp.models import Project
+from memoryapp.results import AppendResult
+from memoryapp.validation import MESSAGE_LIMIT_DEFAULT
 
 router = Router(tags=["working memory"])
 
@@ -95,30 +98,37 @@ def delete_thread(request: HttpRequest, thread_id: str) -> Status[None]:
     return Status(204, None)
 
 
-@router.post(
-    "/threads/{thread_id}/messages",
-    response={201: AppendOut, 409: ErrorOut, 413: ErrorOut, **ERRORS},
-    summary="Append a message",
-)
-def append_message(
-    request: HttpRequest, thread_id: str, payload: MessageIn, response: HttpResponse
-) -> Status[dict[str, Any]]:
-    """sequenceNumber is assigned by the server; send ``Idempotency-Key`` to make retries safe."""
-    key = request.headers.get("Idempotency-Key")
-    if key is not None:
-        key = key.strip()
-        # Printable characters only: a control character (NUL above all) could not be
-        # stored on PostgreSQL, and no HTTP client sends one on purpose.
-        if not (0 < len(key) <= 255) or not key.isprintable():
-            raise InvalidInput(
-                [
-                    {
-                        "path": ["Idempotency-Key"],
-                        "message": "Idempotency-Key must be 1 to 255 printable characters",
-                        "code": "invalid_header",
-                    }
-                ]
-            )
+def idempotency_key(value: str | None) -> str | None:
+    """The ``Idempotency-Key`` header's value (None when not sent), stripped; InvalidInput
+    unless it is 1 to 255 printable characters."""
+    if value is None:
+        return None
+    key = value.strip()
+    # Printable characters only: a control character (NUL above all) could not be
+    # stored on PostgreSQL, and no HTTP client sends one on purpose.
+    if not (0 < len(key) <= 255) or not key.isprintable():
+        raise InvalidInput(
+            [
+                {
+                    "path": ["Idempotency-Key"],
+                    "message": "Idempotency-Key must be 1 to 255 printable characters",
+                    "code": "invalid_header",
+                }
+            ]
+        )
+    return key
+
+
+def append_store(
+    *, thread_id: str, project: Project, payload: MessageIn, key: str | None
+) -> AppendResult:
+    """POST .../messages, its first half: the validated ``payload`` stored on the thread
+    (or the replay of ``key``), as memoryapp.working.message_append does it.
+
+    Raises ThreadNotFound, IdempotencyConflict and InvalidInput (createdAt) only before
+    anything is written (message_append's transaction rolled back, or never began);
+    memoryapp.fastpath relies on it to hand those requests to Django unchanged.
+    """
     tokens = None
     if payload.tokens is not None:
         t = payload.tokens
@@ -129,9 +139,9 @@ def append_message(
     if payload.metadata is not None:
         metadata = payload.metadata.model_dump(exclude_none=True) or None
     # The project-scoped thread look-up is message_append's locked read (one query, not two).
-    result = compaction.message_append_compacting(
+    return working.message_append(
         thread=thread_id,
-        project=request_project(request),
+        project=project,
         role=payload.role,
         content=payload.content,
         tokens=tokens,
@@ -141,9 +151,31 @@ def append_message(
         idempotency_key=key,
         created_at=payload.createdAt,
     )
+
+
+def append_answer(appended: AppendResult, response: HttpResponse) -> Status[dict[str, Any]]:
+    """POST .../messages, its second half: the auto-compaction the stored ``appended``
+    tripped (compaction.compact_appended), then the 201 body; a replay is marked on
+    ``response`` (``Idempotent-Replayed: true``)."""
+    result = compaction.compact_appended(appended)
     if result.replayed:
         response["Idempotent-Replayed"] = "true"
     return Status(201, serializers.append_to_dict(result))
+
+
+@router.post(
+    "/threads/{thread_id}/messages",
+    response={201: AppendOut, 409: ErrorOut, 413: ErrorOut, **ERRORS},
+    summary="Append a message",
+)
+def append_message(
+    request: HttpRequest, thread_id: str, payload: MessageIn, response: HttpResponse
+) -> Status[dict[str, Any]]:
+    """sequenceNumber is assigned by the server; send ``Idempotency-Key`` to make retries safe."""
+    # The same three calls as memoryapp.fastpath makes for the happy path.
+    key = idempotency_key(request.headers.get("Idempotency-Key"))
+    appended = append_store(thread_id=thread_id, project=request_project(request), payload=payload, key=key)
+    return append_answer(appended, response)
 
 
 @router.get(
@@ -180,9 +212,16 @@ def prepare(
     payload: PrepareIn | None = Body(None),  # noqa: B008
 ) -> dict[str, Any]:
     """Pure SQL, no model call: [active summary] + the newest un-compacted messages."""
-    limit = payload.messageLimit if payload is not None else 20
+    return prepare_answer(thread_id=thread_id, project=request_project(request), payload=payload)
+
+
+def prepare_answer(*, thread_id: str, project: Project, payload: PrepareIn | None) -> dict[str, Any]:
+    """POST .../prepare's 200 body for a validated ``payload`` (None: no body, or
+    ``null``); what the view and memoryapp.fastpath both call. Reads only: ThreadNotFound
+    changes nothing."""
+    limit = payload.messageLimit if payload is not None else MESSAGE_LIMIT_DEFAULT
     # The project-scoped thread look-up is prepare's own first read (two statements in all).
-    window = working.prepare(thread=thread_id, project=request_project(request), message_limit=limit)
+    window = working.prepare(thread=thread_id, project=project, message_limit=limit)
     return serializers.window_to_dict(window)
 
 
