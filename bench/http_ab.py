@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/http_ab.py --a /path/to/old/checkout [--b .] [--rounds 20]
                                       [--calls 50] [--database sqlite|postgres]
+                                      [--a-env NAME=VALUE] [--b-env NAME=VALUE]
 
 Starts one server per checkout as ``./dev serve`` runs it (uvicorn
 memoryapp.asgi:application --http memoryapp.server:HttpProtocol, loopback, DEBUG off,
@@ -83,7 +84,6 @@ class Server:
         python = str(checkout / ".venv" / "bin" / "python")
         self.env = {
             **{k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SQLITE_PATH")},
-            **env,
             "PYTHONPATH": str(checkout),
             "DEBUG": "false",
             "SECURE_SSL_REDIRECT": "false",
@@ -92,6 +92,7 @@ class Server:
             "SECRET_KEY": "ab-only-" + secrets.token_hex(16),
             "LOG_LEVEL": "WARNING",
             "STATIC_ROOT": str(workdir / f"static-{label}"),
+            **env,
         }
         run = {"cwd": checkout, "env": self.env, "check": True}
         subprocess.run([python, "manage.py", "migrate", "--noinput", "-v0"], **run)  # type: ignore[call-overload]
@@ -172,12 +173,19 @@ def main() -> int:
     parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES_URL)
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--a-env", action="append", default=[], metavar="NAME=VALUE",
+        help="an environment variable of A's server only (repeatable); e.g. --a . --b . "
+        "--a-env MEMORY_HTTP_FAST_PATH=false compares one checkout with a setting off and on",
+    )
+    parser.add_argument("--b-env", action="append", default=[], metavar="NAME=VALUE")
     args = parser.parse_args()
     with ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="http-ab-")))
         servers = []
-        for label, checkout in (("A", args.a), ("B", args.b)):
+        for label, checkout, extra in (("A", args.a, args.a_env), ("B", args.b, args.b_env)):
             env = stack.enter_context(database(args.database, args.postgres_url, workdir, label))
+            env.update(item.split("=", 1) for item in extra)
             server = Server(checkout.resolve(), env, workdir, label)
             stack.callback(server.stop)
             servers.append(server)

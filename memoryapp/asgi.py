@@ -36,10 +36,12 @@ from django.conf import settings  # noqa: E402
 
 from memoryapp.errors import BODY_TOO_LARGE, error_body  # noqa: E402
 from memoryapp.events import loop_sender  # noqa: E402
+from memoryapp.fastpath import fast_path  # noqa: E402
 from memoryapp.wsgipool import PooledWsgi  # noqa: E402
 from playground.routing import websocket_urlpatterns  # noqa: E402
 
-_pooled_http = PooledWsgi(django_wsgi_app, workers=int(settings.HTTP_WORKER_THREADS))
+# The hot routes' happy path is served before Django (memoryapp.fastpath; HTTP_FAST_PATH).
+_pooled_http = PooledWsgi(django_wsgi_app, workers=int(settings.HTTP_WORKER_THREADS), fast=fast_path)
 
 
 # Largest body read at all; Django refuses anything over DATA_UPLOAD_MAX_MEMORY_SIZE with

@@ -27,13 +27,24 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 Response = tuple[int, list[tuple[bytes, bytes]], bytes]
+# A response as a fast handler gives it: status, WSGI headers (str pairs), body.
+FastAnswer = tuple[int, list[tuple[str, str]], bytes]
+FastHandler = Callable[[dict[str, Any], bytes], "FastAnswer | None"]
 
 
 class PooledWsgi:
-    """Serve a WSGI ``app`` from ``workers`` threads to ASGI requests whose body is read."""
+    """Serve a WSGI ``app`` from ``workers`` threads to ASGI requests whose body is read.
 
-    def __init__(self, app: Callable[..., Iterable[bytes]], workers: int) -> None:
+    ``fast``, when given, is asked first in the same pool thread with the environ and
+    the body: its answer is the response, None hands the request to ``app``
+    (memoryapp.fastpath).
+    """
+
+    def __init__(
+        self, app: Callable[..., Iterable[bytes]], workers: int, fast: FastHandler | None = None
+    ) -> None:
         self.app = app
+        self.fast = fast
         self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="http")
 
     async def __call__(self, scope: dict[str, Any], body: bytes, send: Any) -> None:
@@ -41,21 +52,31 @@ class PooledWsgi:
         environ = wsgi_environ(scope, body)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Response] = loop.create_future()
-        self.executor.submit(contextvars.copy_context().run, self._run, environ, loop, future)
+        self.executor.submit(contextvars.copy_context().run, self._run, environ, body, loop, future)
         status, headers, content = await future
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": content})
 
-    def _run(self, environ: dict[str, Any], loop: asyncio.AbstractEventLoop, future: asyncio.Future[Response]) -> None:
+    def _run(
+        self,
+        environ: dict[str, Any],
+        body: bytes,
+        loop: asyncio.AbstractEventLoop,
+        future: asyncio.Future[Response],
+    ) -> None:
         """In a pool thread: the response, or what the app raised, handed to ``future``."""
         try:
-            outcome: tuple[Response | None, BaseException | None] = (self._respond(environ), None)
+            outcome: tuple[Response | None, BaseException | None] = (self._respond(environ, body), None)
         except BaseException as exc:  # handed to the awaiting coroutine, raised there
             outcome = (None, exc)
         if not loop.is_closed():  # a server shutting down has nobody to answer
             loop.call_soon_threadsafe(_settle, future, *outcome)
 
-    def _respond(self, environ: dict[str, Any]) -> Response:
+    def _respond(self, environ: dict[str, Any], body: bytes) -> Response:
+        if self.fast is not None:
+            answer = self.fast(environ, body)
+            if answer is not None:
+                return answer[0], _encode(answer[1]), answer[2]
         started: list[Any] = []
         written: list[bytes] = []
 
@@ -71,8 +92,11 @@ class PooledWsgi:
             if close is not None:
                 close()
         status, headers = started
-        encoded = [(k.strip().lower().encode("latin1"), v.strip().encode("latin1")) for k, v in headers]
-        return int(status.split(" ", 1)[0]), encoded, b"".join(written)
+        return int(status.split(" ", 1)[0]), _encode(headers), b"".join(written)
+
+
+def _encode(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    return [(k.strip().lower().encode("latin1"), v.strip().encode("latin1")) for k, v in headers]
 
 
 def _settle(future: asyncio.Future[Response], result: Response | None, exc: BaseException | None) -> None:
