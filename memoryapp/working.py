@@ -268,14 +268,16 @@ def _compaction_due(counters: sql.Counters) -> bool:
     )
 
 
-def _check_not_before_last(thread_id: uuid.UUID, created_at: datetime | None) -> None:
+def _check_not_before_last(
+    thread_id: uuid.UUID, created_at: datetime | None, db: sql.Writer
+) -> None:
     """InvalidInput (``createdAt``) when ``created_at`` is before the thread's last
     message's time at the API's precision (milliseconds, memoryapp.timefmt.iso_ms): a
     client sending back the ``createdAt`` the API showed for the last message is not
     refused over the microseconds the server's clock stored but never showed."""
     if created_at is None:  # a live append (the server's clock) is never refused
         return
-    last = sql.last_message_time(thread_id=thread_id)
+    last = sql.last_message_time(thread_id=thread_id, db=db)
     if last is not None and created_at < last.replace(microsecond=last.microsecond // 1000 * 1000):
         raise InvalidInput(
             [
@@ -308,7 +310,10 @@ def message_append(
     ``UPDATE ... RETURNING`` of the thread row takes the next sequence number and adds the
     message to the counters and token totals, then the INSERT. The UPDATE holds the row
     lock (on SQLite the IMMEDIATE transaction's write lock) until commit, so concurrent
-    writers queue and numbers are 1..N with no gaps (DESIGN.md section 6 item 1). With
+    writers queue and numbers are 1..N with no gaps (DESIGN.md section 6 item 1). On
+    SQLite the transaction and its statements run on the sqlite3 connection itself, past
+    Django's atomic block and cursor, unless the caller is inside a transaction
+    (sql.append_transaction). With
     ``idempotency_key`` one more statement, under that lock, looks the key up; a replay
     rolls the bump back and returns the first row with ``replayed`` True.
 
@@ -343,18 +348,20 @@ def message_append(
         **_token_fields(tokens),
     )
     params = sql.message_params(message)
+    scope = project.pk if project is not None else None
     try:
-        with sql.writers_queue(), transaction.atomic():
-            scope = project.pk if project is not None else None
-            counters = sql.thread_bump(thread_id=pk, project_id=scope, now=now, tokens=tokens)
+        with sql.append_transaction() as db:
+            counters = sql.thread_bump(thread_id=pk, project_id=scope, now=now, tokens=tokens, db=db)
             if counters is None:
                 raise ThreadNotFound()
             if idempotency_key is not None:
-                existing = sql.message_id_by_key(thread_id=pk, idempotency_key=idempotency_key)
+                existing = sql.message_id_by_key(
+                    thread_id=pk, idempotency_key=idempotency_key, db=db
+                )
                 if existing is not None:
                     raise _Replay(existing)
-            _check_not_before_last(pk, created_at)
-            upkeep = sql.message_insert(params, sequence=counters.sequence)
+            _check_not_before_last(pk, created_at, db)
+            upkeep = sql.message_insert(params, sequence=counters.sequence, db=db)
     except _Replay as replay:
         return _replayed(replay.message_id, role=role, content=content)
     except IntegrityError as exc:

@@ -12,16 +12,21 @@ from __future__ import annotations
 import fcntl
 import os
 import sqlite3
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import IntegrityError, connection
 from django.db.backends.sqlite3 import base as django_sqlite
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memoryapp import events, sql, working
 from memoryapp.api.auth import key_cache
+from memoryapp.errors import IdempotencyConflict, InvalidInput, ThreadNotFound
 from memoryapp.models import ApiKey, Message, Project, Thread
 from memoryapp.sqlite_backend import base as sqlite_backend
 from tests.conftest import BASE, Api
@@ -204,6 +209,147 @@ def test_it_checkpoints_the_wal_every_batch_of_appends_after_leaving_the_writers
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA wal_autocheckpoint")
         assert cursor.fetchone()[0] == 4000  # SQLite's own stays as the net (settings)
+
+
+@contextmanager
+def sqlite_trace() -> Iterator[list[str]]:
+    """The statements SQLite itself runs inside the block on this thread's connection,
+    each as its first word (``BEGIN IMMEDIATE`` whole), in the list yielded (filled in
+    when the block ends, also when it raises): what the append's raw transaction sends
+    past Django's cursor, and Django's own statements too. SQLite's trace reports a
+    statement again at the start of each trigger it fires (the message INSERT's
+    search-queue trigger), so a repeat right after itself counts once."""
+    traced: list[str] = []
+    out: list[str] = []
+    connection.ensure_connection()
+    raw = connection.connection
+    raw.set_trace_callback(traced.append)
+    try:
+        yield out
+    finally:
+        raw.set_trace_callback(None)
+        done = [text for i, text in enumerate(traced) if i == 0 or text != traced[i - 1]]
+        out[:] = [t if t.startswith("BEGIN") else t.split()[0].upper() for t in done]
+
+
+def sqlite_statements(work: Any) -> list[str]:
+    with sqlite_trace() as done:
+        work()
+    return done
+
+
+@sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_it_appends_on_sqlite_in_one_raw_transaction_of_four_statements_in_the_queue() -> None:
+    project = Project.objects.create(slug="acme", name="Acme")
+    thread = working.thread_create(project=project, dataset="d")
+    lock_free: list[bool] = []
+    raw = connection.connection
+    raw.set_trace_callback(lambda text: lock_free.append(_lock_is_free()))
+    working.message_append(thread=thread.pk, project=project, role="user", content="warm")
+    raw.set_trace_callback(None)
+
+    done = sqlite_statements(
+        lambda: working.message_append(thread=thread.pk, project=project, role="user", content="hi")
+    )
+
+    # Not Django's atomic block (no SAVEPOINT, no Django cursor): BEGIN IMMEDIATE, the
+    # thread UPDATE ... RETURNING, the INSERT, COMMIT, all inside writers_queue.
+    assert done == ["BEGIN IMMEDIATE", "UPDATE", "INSERT", "COMMIT"]
+    assert lock_free and not any(lock_free)
+    assert not raw.in_transaction
+    row = Message.objects.get(thread=thread, sequence_number=2)
+    assert (row.role, row.content) == ("user", "hi")
+    fresh = Thread.objects.get(pk=thread.pk)
+    assert (fresh.next_sequence, fresh.uncompacted_count) == (3, 2)
+
+
+@sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_it_rolls_the_raw_transaction_back_on_a_replay_a_refused_time_and_a_missing_thread() -> None:
+    project = Project.objects.create(slug="acme", name="Acme")
+    thread = working.thread_create(project=project, dataset="d")
+    raw = connection.connection
+
+    first = sqlite_statements(
+        lambda: working.message_append(thread=thread, role="user", content="hi", idempotency_key="k")
+    )
+    replay = sqlite_statements(
+        lambda: working.message_append(thread=thread, role="user", content="hi", idempotency_key="k")
+    )
+    with pytest.raises(IdempotencyConflict):
+        working.message_append(thread=thread, role="user", content="other", idempotency_key="k")
+    stamped = sqlite_statements(
+        lambda: working.message_append(
+            thread=thread, role="user", content="later", created_at=timezone.now()
+        )
+    )
+    with sqlite_trace() as refused, pytest.raises(InvalidInput):
+        working.message_append(
+            thread=thread, role="user", content="early", created_at=timezone.now() - timedelta(days=1)
+        )
+    with pytest.raises(ThreadNotFound):
+        working.message_append(thread=uuid.uuid4(), role="user", content="nobody")
+
+    assert first == ["BEGIN IMMEDIATE", "UPDATE", "SELECT", "INSERT", "COMMIT"]
+    # The replay rolls its bump back, then reads the first row (through Django).
+    assert replay == ["BEGIN IMMEDIATE", "UPDATE", "SELECT", "ROLLBACK", "SELECT"]
+    # createdAt is checked against the last message under the lock: one more SELECT.
+    assert stamped == ["BEGIN IMMEDIATE", "UPDATE", "SELECT", "INSERT", "COMMIT"]
+    assert refused == ["BEGIN IMMEDIATE", "UPDATE", "SELECT", "ROLLBACK"]
+    assert not raw.in_transaction
+    fresh = Thread.objects.get(pk=thread.pk)
+    assert (fresh.next_sequence, fresh.uncompacted_count) == (3, 2)
+    assert list(
+        Message.objects.filter(thread=thread).order_by("sequence_number").values_list("content", flat=True)
+    ) == ["hi", "later"]
+
+
+@sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_it_raises_a_database_error_of_the_raw_transaction_as_djangos_and_rolls_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    project = Project.objects.create(slug="acme", name="Acme")
+    thread = working.thread_create(project=project, dataset="d")
+    working.message_append(thread=thread, role="user", content="one")
+    # A second row numbered 1: the unique (thread, sequence_number) index refuses it.
+    real_insert = sql.message_insert
+
+    def renumbered(params: list[Any], *, sequence: int, db: sql.Writer = sql.DJANGO) -> sql.Upkeep:
+        return real_insert(params, sequence=1, db=db)
+
+    monkeypatch.setattr(sql, "message_insert", renumbered)
+
+    with pytest.raises(IdempotencyConflict) as caught:  # the append's IntegrityError handler
+        working.message_append(thread=thread, role="user", content="two")
+
+    assert isinstance(caught.value.__cause__, IntegrityError)
+    assert not connection.connection.in_transaction
+    fresh = Thread.objects.get(pk=thread.pk)
+    assert (fresh.next_sequence, fresh.uncompacted_count) == (2, 1)
+
+
+@sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_it_answers_503_and_stores_nothing_when_sqlite_fails_in_the_raw_transaction(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = api
+    thread_id = client.create_thread()["threadId"]
+    assert client.append(thread_id, "first").status_code == 201
+
+    def fails(self: sql.SqliteWriter, text: str, params: list[Any]) -> int | None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(sql.SqliteWriter, "insert", fails)
+        resp = client.append(thread_id, "second")
+
+    assert (resp.status_code, resp.json()) == (503, {"error": "Database unavailable"})
+    assert not connection.connection.in_transaction
+    assert Thread.objects.get(pk=thread_id).next_sequence == 2
+    assert client.append(thread_id, "second").json()["sequenceNumber"] == 2
 
 
 @sqlite_only
