@@ -239,6 +239,28 @@ def _bump_sql(vendor: str, scoped: bool) -> str:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Bump:
+    """thread_bump's statement and parameters, built before the writers queue is joined
+    (bump_of), so the lock is held for the statements alone."""
+
+    scoped: bool
+    params: list[Any]
+
+
+def bump_of(
+    *, thread_id: uuid.UUID, project_id: int | None, now: datetime, tokens: dict[str, int] | None
+) -> Bump:
+    """The Bump of one append to thread ``thread_id`` (see thread_bump)."""
+    at = connection.ops.adapt_datetimefield_value(now)
+    t_in, t_out, t_total, counted = (
+        (tokens["input"], tokens["output"], tokens["total"], 1) if tokens else (0, 0, 0, 0)
+    )
+    params = [at, at, at, t_in, t_out, t_total, counted, _db_uuid(thread_id)]
+    scoped = project_id is not None
+    return Bump(scoped=scoped, params=[*params, project_id] if scoped else params)
+
+
 def thread_bump(
     *,
     thread_id: uuid.UUID,
@@ -256,13 +278,13 @@ def thread_bump(
     no thread ``thread_id`` exists (in project ``project_id``, when given). Must run
     inside the caller's transaction (append_transaction's, on its Writer ``db``).
     """
-    at = connection.ops.adapt_datetimefield_value(now)
-    t_in, t_out, t_total, counted = (
-        (tokens["input"], tokens["output"], tokens["total"], 1) if tokens else (0, 0, 0, 0)
-    )
-    params = [at, at, at, t_in, t_out, t_total, counted, _db_uuid(thread_id)]
-    scoped = project_id is not None
-    row = db.one(_bump_sql(db.vendor, scoped), [*params, project_id] if scoped else params)
+    bump = bump_of(thread_id=thread_id, project_id=project_id, now=now, tokens=tokens)
+    return thread_bump_run(bump, db=db)
+
+
+def thread_bump_run(bump: Bump, *, db: Writer = DJANGO) -> Counters | None:
+    """thread_bump with its Bump built beforehand (bump_of)."""
+    row = db.one(_bump_sql(db.vendor, bump.scoped), bump.params)
     if row is None:
         return None
     return Counters(

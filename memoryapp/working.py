@@ -16,6 +16,7 @@ import re
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from typing import Any
 
 from django.db import DatabaseError, IntegrityError, transaction
@@ -240,14 +241,17 @@ class _Replay(Exception):
         self.message_id = message_id
 
 
-def _token_fields(tokens: dict[str, int] | None) -> dict[str, int]:
-    if tokens is None:
-        return {}
-    return {
-        "tokens_input": tokens["input"],
-        "tokens_output": tokens["output"],
-        "tokens_total": tokens["total"],
-    }
+@cache
+def _message_attnames() -> tuple[str, ...]:
+    return tuple(f.attname for f in Message._meta.concrete_fields)
+
+
+def _new_message(values: dict[str, Any]) -> Message:
+    """A Message of ``values`` (every concrete field's attname: a KeyError names one
+    left out), built positionally: Django's keyword path costs about twice as much, and
+    an append builds one for every call."""
+    args: Any = [values[name] for name in _message_attnames()]
+    return Message(*args)
 
 
 def _replayed(message_id: uuid.UUID, *, role: str, content: str) -> AppendResult:
@@ -336,22 +340,35 @@ def message_append(
     """
     pk = thread.pk if isinstance(thread, Thread) else thread_pk(thread)
     now = timezone.now()
-    message = Message(
-        thread_id=pk,
-        role=role,
-        content=content,
-        model=model,
-        latency_ms=latency_ms,
-        metadata=metadata or None,
-        idempotency_key=idempotency_key,
-        created_at=now if created_at is None else created_at,
-        **_token_fields(tokens),
+    message = _new_message(
+        {
+            "id": uuid.uuid4(),
+            "thread_id": pk,
+            "sequence_number": None,  # taken under the lock
+            "role": role,
+            "content": content,
+            "tokens_input": tokens["input"] if tokens else None,
+            "tokens_output": tokens["output"] if tokens else None,
+            "tokens_total": tokens["total"] if tokens else None,
+            "model": model,
+            "latency_ms": latency_ms,
+            "metadata": metadata or None,
+            "is_summary": False,
+            "covers_from_sequence": None,
+            "covers_to_sequence": None,
+            "compacted_at": None,
+            "idempotency_key": idempotency_key,
+            "triggered_compaction": False,
+            "created_at": now if created_at is None else created_at,
+        }
     )
     params = sql.message_params(message)
-    scope = project.pk if project is not None else None
+    bump = sql.bump_of(
+        thread_id=pk, project_id=project.pk if project is not None else None, now=now, tokens=tokens
+    )
     try:
         with sql.append_transaction() as db:
-            counters = sql.thread_bump(thread_id=pk, project_id=scope, now=now, tokens=tokens, db=db)
+            counters = sql.thread_bump_run(bump, db=db)
             if counters is None:
                 raise ThreadNotFound()
             if idempotency_key is not None:
