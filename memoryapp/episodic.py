@@ -41,7 +41,8 @@ from memoryapp.working import thread_pk
 EPISODE_FTS = "memoryapp_episode_fts"
 #: The job kind end() queues (registered in memoryapp.tasks).
 EPISODE_JOB = "episode"
-PG_SEARCH_CONFIG = "english"
+# PostgreSQL's 'english' with accents folded (migration 0019), like SQLite's FTS5 tables.
+PG_SEARCH_CONFIG = "memoryapp_english"
 MAX_TITLE_CHARS = 200
 MAX_SUMMARY_CHARS = 20_000
 

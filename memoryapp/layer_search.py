@@ -19,7 +19,7 @@ from typing import Any
 
 from django.db import connection
 
-from memoryapp.message_search import fts5_match_expression
+from memoryapp.message_search import PG_SEARCH_CONFIG, fts5_match_expression
 from memoryapp.models import Project
 from memoryapp.timefmt import iso_ms
 
@@ -68,7 +68,7 @@ def _search_sql(
     if connection.vendor == "sqlite":
         join = f"JOIN {table_fts} ON {table_fts}.rowid = {alias}.rowid"
         return join, f"{table_fts} MATCH %s", f"-bm25({table_fts})", [fts5_match_expression(terms)]
-    tsquery = " || ".join(["plainto_tsquery('english', %s)"] * len(terms))
+    tsquery = " || ".join([f"plainto_tsquery('{PG_SEARCH_CONFIG}', %s)"] * len(terms))
     join = f"CROSS JOIN (SELECT {tsquery} AS query) AS q"
     return join, f"{pg_vector} @@ q.query", f"ts_rank_cd({pg_vector}, q.query)", list(terms)
 

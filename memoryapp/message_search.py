@@ -4,8 +4,9 @@ How a query is answered, in order:
 
 1. **Candidates** from the database's full-text engine over the dataset's messages (other
    threads than the caller's; summary rows never): every message with a query word, by
-   SQLite FTS5 over the porter-stemmed index or PostgreSQL's stored 'english'
-   ``search_vector`` (migration 0008), with, per query word, whether the message has it.
+   SQLite FTS5 over the porter-stemmed index or PostgreSQL's stored ``search_vector``
+   (migrations 0008, 0019: 'english' with accents folded, as FTS5 folds them), with, per
+   query word, whether the message has it.
    Past POOL matches, the engine's best POOL (FTS5 ``bm25()``, ``ts_rank_cd``). The
    user's words are never handed to the engine's syntax: each is quoted (FTS5) or goes
    through ``plainto_tsquery``, OR-ed.
@@ -43,7 +44,8 @@ from memoryapp.models import Project
 from memoryapp.sql import FTS_PENDING, FTS_TABLE, search_index_catch_up
 from memoryapp.stopwords import FUNCTION_WORDS
 
-PG_SEARCH_CONFIG = "english"
+# PostgreSQL's 'english' with accents folded (migration 0019), like SQLite's FTS5 tables.
+PG_SEARCH_CONFIG = "memoryapp_english"
 # How many full-text matches are scored, the engine's best first; a query whose matches
 # fit holds every match, so BM25's document frequencies are counted in the pool itself.
 POOL = 400

@@ -59,7 +59,8 @@ from memoryapp.paging import cursor_decode, cursor_encode, cursor_uuid, keyset_p
 from memoryapp.validation import path_id
 
 FACT_FTS = "memoryapp_fact_fts"
-PG_SEARCH_CONFIG = "english"
+# PostgreSQL's 'english' with accents folded (migration 0019), like SQLite's FTS5 tables.
+PG_SEARCH_CONFIG = "memoryapp_english"
 LIST_LIMIT_MAX = 100
 
 _WORD = re.compile(r"\w+", re.UNICODE)

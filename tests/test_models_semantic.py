@@ -29,7 +29,7 @@ def test_it_keeps_the_fact_and_episode_search_indexes_wired_after_all_migrations
             )
             rows = cursor.fetchall()
             assert [r[0] for r in rows] == ["episode_text_fts", "fact_text_fts"]
-            assert all("gin" in r[1] and "to_tsvector('english'::regconfig" in r[1] for r in rows)
+            assert all("gin" in r[1] and "to_tsvector('memoryapp_english'::regconfig" in r[1] for r in rows)
 
 
 def test_it_deletes_a_threads_episodes_and_facts_with_it(project: Project) -> None:

@@ -194,12 +194,39 @@ def test_it_forgets_deleted_messages(project: Project, corpus: dict[str, Any]) -
     assert search_raw(project=project, dataset="user_42", query="Zermatt") == []
 
 
-@pytest.mark.skipif(
-    connection.vendor != "sqlite", reason="PostgreSQL's 'english' configuration keeps accents"
-)
-def test_it_matches_without_diacritics_on_sqlite(project: Project) -> None:
+def test_it_matches_without_diacritics(project: Project) -> None:
     (cafe,) = _say(_thread(project), "Meet me at the café in Zürich")
     assert _ids(search_raw(project=project, dataset="user_42", query="cafe zurich")) == [str(cafe.id)]
+
+
+@pytest.mark.parametrize(
+    ("text", "queries"),
+    [
+        ("My sister is Zoë.", ["zoe", "Zoë", "ZOË"]),
+        ("I live in Århus.", ["Arhus", "århus", "ÅRHUS"]),
+        ("My favourite food is crème brûlée.", ["brulee", "brûlée", "creme"]),
+        ("I think the creme brulee was better", ["brûlée", "crème"]),
+    ],
+)
+def test_every_layer_folds_accents_both_ways_on_both_databases(
+    project: Project, text: str, queries: list[str]
+) -> None:
+    # Migration 0019 (PostgreSQL's memoryapp_english) against FTS5's remove_diacritics.
+    thread = _thread(project)
+    (message,) = _say(thread, text)
+    episode = Episode.objects.create(
+        project=project, thread=thread, dataset="user_42", from_sequence=1, to_sequence=1,
+        title="Chat", summary=text,
+    )
+    fact = Fact.objects.create(
+        project=project, dataset="user_42", thread=thread, episode=episode, text=text,
+        source_message_ids=[str(message.id)], valid_from=message.created_at,
+    )
+    for query in queries:
+        found = recall(project=project, dataset="user_42", query=query)
+        assert _ids(found["raw"]) == [str(message.id)], query
+        assert [f["factId"] for f in found["facts"]] == [str(fact.id)], query
+        assert [e["episodeId"] for e in found["episodes"]] == [str(episode.id)], query
 
 
 def test_it_keeps_the_search_index_wired_after_all_migrations(db: None) -> None:
@@ -231,7 +258,7 @@ def test_it_keeps_the_search_index_wired_after_all_migrations(db: None) -> None:
                     "WHERE table_name = %s AND column_name = 'search_vector'",
                     [f"memoryapp_{table}"],
                 )
-                assert "to_tsvector('english'::regconfig" in cursor.fetchone()[0]
+                assert "to_tsvector('memoryapp_english'::regconfig" in cursor.fetchone()[0]
 
 
 def test_it_reindexes_on_rebuild(project: Project, corpus: dict[str, Any]) -> None:
