@@ -2,10 +2,11 @@
 
 How a query is answered, in order:
 
-1. **Candidates** from the database's full-text engine over the dataset's messages (other
-   threads than the caller's; summary rows never): every message with a query word, by
-   SQLite FTS5 over the porter-stemmed index or PostgreSQL's stored ``search_vector``
-   (migrations 0008, 0019: 'english' with accents folded, as FTS5 folds them), with, per
+1. **Candidates** from the database's full-text engine over the dataset's messages that
+   can be evidence (evidence_sql, "What is searched" below; other threads than the
+   caller's): every message with a query word, by SQLite FTS5 over the porter-stemmed
+   index or PostgreSQL's stored ``search_vector`` (migrations 0008, 0019: 'english' with
+   accents folded, as FTS5 folds them), with, per
    query word, whether the message has it.
    Past POOL matches, the engine's best POOL (FTS5 ``bm25()``, ``ts_rank_cd``). The
    user's words are never handed to the engine's syntax: each is quoted (FTS5) or goes
@@ -25,6 +26,15 @@ How a query is answered, in order:
    adjacent turns); or a fixed ``(before, after)`` window.
 
 Scores are higher-is-better and comparable only within one call.
+
+**What is searched.** Evidence is what the conversation's participants said. Never
+searched, nor returned as a neighbour: summary rows (compaction's, not anybody's words);
+memory-tool plumbing (spec 004: an agent's ``open_memory(...)``/``close_memory(...)`` call
+and the tool's result, recorded with ``metadata.toolCall`` / ``metadata.toolResult``);
+and a reply the playground's chat turn wrote (a Turn's ``assistant_message``): the model
+wrote it from the memory blocks the turn handed it, so as evidence it would echo memory
+back as a second, newer source, outranking the statement it quotes and outliving that
+statement's invalidation (docs/decisions.md, "What recall's raw layer treats as evidence").
 """
 
 from __future__ import annotations
@@ -55,6 +65,9 @@ SPEAKER_BOOST = 1.6
 # thousand-term OR query.
 MAX_QUERY_TERMS = 32
 RANGE_MAX = 5
+# How many more rows a neighbour window reads past the rows it needs, for the rows that
+# are no evidence between a hit and its neighbours (an agent's tool calls: two rows each).
+NEIGHBOUR_SKIP = 6
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words that carry no meaning for search; on PostgreSQL the 'english' configuration drops
@@ -157,6 +170,26 @@ def speaker_sql() -> str:
     return f"COALESCE(NULLIF(TRIM({own}), ''), NULLIF(TRIM({theirs}), ''))"
 
 
+def evidence_sql() -> str:
+    """SQL condition on the message row ``m``: it can be evidence (module doc, "What is
+    searched"). Not a summary row; not memory-tool plumbing (an agent's memory-tool call,
+    ``metadata.toolCall``, or its result, ``metadata.toolResult``: spec 004, recorded by
+    memoryapp.notes); not a reply the playground's chat turn wrote (a Turn's
+    ``assistant_message``: the model's words, written from the memory the turn handed it)."""
+    if connection.vendor == "sqlite":
+        plumbing = (
+            "json_type(m.metadata, '$.toolCall') IS NOT NULL "
+            "OR json_type(m.metadata, '$.toolResult') IS NOT NULL"
+        )
+        summary = "m.is_summary = 0"
+    else:
+        plumbing = "m.metadata -> 'toolCall' IS NOT NULL OR m.metadata -> 'toolResult' IS NOT NULL"
+        summary = "NOT m.is_summary"
+    turn = "EXISTS (SELECT 1 FROM memoryapp_turn AS u WHERE u.assistant_message_id = m.id)"
+    # Only the model's side is read further: a user's message is never either.
+    return f"{summary} AND NOT (m.role IN ('assistant', 'tool') AND ({plumbing} OR {turn}))"
+
+
 def _json(value: Any) -> Any:
     # Django reads JSON columns as text on both engines (it parses them itself).
     if isinstance(value, str | bytes):
@@ -249,7 +282,7 @@ def _pool_sqlite(scope: _Scope, terms: list[str], ordered: bool) -> list[tuple[A
         FROM {FTS_TABLE}
         JOIN memoryapp_message AS m ON m.rowid = {FTS_TABLE}.rowid
         JOIN memoryapp_thread AS t ON t.id = m.thread_id
-        WHERE {FTS_TABLE} MATCH %s AND {where} AND m.is_summary = 0
+        WHERE {FTS_TABLE} MATCH %s AND {where} AND {evidence_sql()}
         {f"ORDER BY bm25({FTS_TABLE}), m.created_at DESC" if ordered else ""}
         LIMIT %s
     """
@@ -276,7 +309,7 @@ def _pool_postgresql(scope: _Scope, terms: list[str], ordered: bool) -> list[tup
         FROM memoryapp_message AS m
         JOIN memoryapp_thread AS t ON t.id = m.thread_id,
              ({_tsqueries(len(terms))}) AS q
-        WHERE m.search_vector @@ q.query AND {where} AND NOT m.is_summary
+        WHERE m.search_vector @@ q.query AND {where} AND {evidence_sql()}
         {"ORDER BY ts_rank_cd(m.search_vector, q.query) DESC, m.created_at DESC" if ordered else ""}
         LIMIT %s
     """
@@ -291,7 +324,7 @@ def _frequencies(scope: _Scope, terms: list[str]) -> list[int]:
     if connection.vendor == "sqlite":
         one = f"""(SELECT COUNT(*) FROM {FTS_TABLE}
                    JOIN memoryapp_message AS m ON m.rowid = {FTS_TABLE}.rowid {join}
-                   WHERE {FTS_TABLE} MATCH %s AND {where} AND m.is_summary = 0)"""
+                   WHERE {FTS_TABLE} MATCH %s AND {where} AND {evidence_sql()})"""
         sql = "SELECT " + ", ".join([one] * len(terms))
         values = [v for t in terms for v in (fts5_match_expression([t]), *params)]
     else:
@@ -300,7 +333,7 @@ def _frequencies(scope: _Scope, terms: list[str]) -> list[int]:
         )
         sql = f"""SELECT {counts} FROM memoryapp_message AS m {join},
                   ({_tsqueries(len(terms))}) AS q
-                  WHERE m.search_vector @@ q.query AND {where} AND NOT m.is_summary"""
+                  WHERE m.search_vector @@ q.query AND {where} AND {evidence_sql()}"""
         values = [*terms, *params]
     (row,) = _fetch(sql, values)
     return [int(count or 0) for count in row]
@@ -362,8 +395,9 @@ def _read_rows(ids: list[Any]) -> dict[Any, Row]:
 
 def _attach_neighbours(hits: list[RawHit], message_range: tuple[int, int]) -> None:
     """Fill each hit's neighbours (``before``, ``after`` ordinary messages) with one query.
-    Summary rows are skipped over, so a window reaches one row further per summary met
-    (at most one between two ordinary messages: one per compaction run)."""
+    Rows that are not evidence (evidence_sql) are skipped over, so a window reaches
+    further per such row met: a summary (one per compaction run) and up to NEIGHBOUR_SKIP
+    rows of memory-tool plumbing or playground replies beside it."""
     before, after = message_range
     if not hits or not (before or after):
         return
@@ -373,11 +407,13 @@ def _attach_neighbours(hits: list[RawHit], message_range: tuple[int, int]) -> No
         seq = hit.message.sequence_number
         clauses.append("(m.thread_id = %s AND m.sequence_number BETWEEN %s AND %s)")
         thread = hit.message.thread_id
-        params += [thread.hex if sqlite else thread, seq - 2 * before, seq + 2 * after]
+        low = seq - 2 * before - (NEIGHBOUR_SKIP if before else 0)
+        high = seq + 2 * after + (NEIGHBOUR_SKIP if after else 0)
+        params += [thread.hex if sqlite else thread, low, high]
     sql = f"""
         SELECT {_COLUMNS} FROM memoryapp_message AS m
         JOIN memoryapp_thread AS t ON t.id = m.thread_id
-        WHERE ({" OR ".join(clauses)}) AND {"m.is_summary = 0" if sqlite else "NOT m.is_summary"}
+        WHERE ({" OR ".join(clauses)}) AND {evidence_sql()}
         ORDER BY m.sequence_number
     """
     speakers: dict[Any, Any] = {}

@@ -902,3 +902,48 @@ def test_it_synthesises_from_every_layer_when_synthesis_is_asked_alone(
     }
     nothing = api.post(URL, {"dataset": "user_42", "query": "kayak", "include": ["synthesis"]})
     assert (nothing.json()["synthesis"], nothing.json()["hasContext"]) == (None, False)
+
+
+# --- what the raw layer treats as evidence ---------------------------------------------------
+
+
+def test_memory_tool_plumbing_is_never_evidence(project: Project) -> None:
+    from memoryapp import agents, notes
+
+    agent, _ = agents.agent_define(project=project, name="coach", memory={"maxOpenTokens": 1000})
+    coached = _thread(project, agent=agent)
+    (said,) = _say(coached, "I swim on Tuesdays, remember that.")
+    record = notes.tool_run(
+        thread_id=coached.pk, name="close_memory",
+        arguments={"name": "sport", "description": "swim days", "content": "swims on Tuesdays"},
+    )
+    notes.tool_run(thread_id=coached.pk, name="open_memory", arguments={"name": "sport"})
+    plumbing = Message.objects.filter(thread=coached).exclude(pk=said.pk)
+    assert plumbing.count() == 4 and "swim" in record.call_message.content
+    found = recall(project=project, dataset="user_42", query="swim tuesdays sport", include=["raw"])
+    assert _ids(found["raw"]) == [str(said.id)]
+    # Nor as a neighbour: a question's reply is the next message that is evidence.
+    (question,) = _say(coached, "Which days do I swim?")
+    notes.tool_run(thread_id=coached.pk, name="open_memory", arguments={"name": "sport"})
+    (answer,) = _say(coached, "Tuesdays.", role="assistant")
+    hit = search_raw(project=project, dataset="user_42", query="which days")[0]
+    assert hit["messageId"] == str(question.id)
+    assert [n["messageId"] for n in hit["neighbours"]] == [str(answer.id)]
+
+
+def test_playground_replies_are_not_evidence_but_the_users_words_are(project: Project) -> None:
+    from memoryapp import chat
+
+    (swim,) = _say(_thread(project), "I swim three times a week now.")
+    played = _thread(project)
+    chat.chat_turn(thread=played, user=None, content="What exercise do I do, do I swim?")
+    asked, reply = Message.objects.filter(thread=played).order_by("sequence_number")
+    assert "swim three times a week" in reply.content  # the offline model quotes memory
+    found = recall(project=project, dataset="user_42", query="swim exercise week", include=["raw"])
+    assert set(_ids(found["raw"])) == {str(swim.id), str(asked.id)}
+    assert all(not item["neighbours"] for item in found["raw"])
+    # An API client's own assistant message stays evidence (two people talking, LoCoMo).
+    (client_reply,) = _say(_thread(project), "You swim weekly, right?", role="assistant")
+    found = recall(project=project, dataset="user_42", query="swim weekly", include=["raw"])
+    assert str(client_reply.id) in _ids(found["raw"])
+
