@@ -342,7 +342,7 @@ def _auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> AutoCompa
             break
         with compaction_lease(thread_id) as held:
             if not held:
-                break
+                break  # the holder looks again once it has let go
             try:
                 result = compact(
                     thread_id=thread_id,
@@ -356,9 +356,12 @@ def _auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> AutoCompa
                 break
             except ThreadNotFound:
                 break
-        if result is None:
-            break
-        runs.append(result)
+        if result is not None:
+            runs.append(result)
+        # Look again even when this run found nothing to fold (another run had folded
+        # the rows before ``keep_from`` first): appends turned away while this call held
+        # the lease may have brought the count back to the threshold, and nobody else
+        # will look (review item 7).
         keep_from = _due_again(thread_id)
     return AutoCompaction(runs=tuple(runs), error=error)
 

@@ -20,7 +20,7 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from memoryapp import llm
+from memoryapp import compaction, llm, working
 from memoryapp.llm.port import ModelError, OpenNote, Summary, TranscriptMessage, Usage
 from memoryapp.llm.registry import GuardedModel
 from memoryapp.models import Message, Thread
@@ -675,6 +675,52 @@ def test_it_takes_over_an_expired_compaction_lease(
     resp = api.append(thread_id, "m7")
     assert (resp.status_code, resp.json()["compacted"]) == (201, False)
     assert len(summarizer.calls) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_looks_again_when_its_own_run_finds_nothing_left_to_fold(
+    api: Api, summarizer: FakeSummarizer, run_in_thread: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Review item 7: 20 parallel appends at threshold 5 sometimes ended with 6 or 7
+    # messages un-compacted and no run pending. An append that tripped took the lease only
+    # after another run had folded the rows before it, so its own run had nothing to fold;
+    # it stopped there without looking again, while the appends it had turned away (lease
+    # taken) brought the count back to the threshold.
+    thread_id = api.create_thread(autoCompactThreshold=3)["threadId"]
+    append_all(api, thread_id, ["m1", "m2"])
+    late = working.message_append(thread=thread_id, role="user", content="m3")
+    assert late.compaction_due  # m3 tripped, but its run has not started yet
+    assert api.append(thread_id, "m4").json()["compacted"] is True  # folds 1-3, keeps m4
+
+    reading, resume = threading.Event(), threading.Event()
+    rows_to_fold = compaction._rows_to_fold
+
+    def paused(**kwargs: Any) -> Any:
+        if threading.current_thread().name == "late-m3":
+            reading.set()
+            assert resume.wait(WAIT_SECONDS)
+        return rows_to_fold(**kwargs)
+
+    monkeypatch.setattr(compaction, "_rows_to_fold", paused)
+    box = run_in_thread(
+        "late-m3",
+        lambda: compaction.auto_compact(thread_id=late.message.thread_id, keep_from_sequence=3),
+    )
+    wait(reading)  # m3's run holds the lease and is about to find nothing before m3
+    turned_away = [api.append(thread_id, text).json()["compacted"] for text in ["m6", "m7"]]
+    resume.set()
+    outcome = finish(box)
+
+    assert turned_away == [False, False]  # m7 brought the count to 3, but the lease was taken
+    assert [[m[0] for m in c.messages] for c in summarizer.calls] == [[1, 2, 3], [4, 6]]
+    assert [(r.from_sequence, r.to_sequence) for r in outcome.runs] == [(4, 6)]
+    active = assert_compaction_invariants(thread_id)
+    assert (active.sequence_number, active.covers_from_sequence, active.covers_to_sequence) == (8, 1, 6)
+    assert Thread.objects.get(pk=thread_id).uncompacted_count == 1
+    assert prepare(api, thread_id)["messages"] == [
+        {"role": "system", "content": active.content},
+        {"role": "user", "content": "m7"},
+    ]
 
 
 @pytest.mark.django_db(transaction=True)
