@@ -99,16 +99,17 @@ def run_call(*, thread: Thread, call: ToolCall, prices: Prices) -> RanCall:
     ]
     lines += [usage.compaction_line(prices, run.summary) for run in outcome.compaction.runs]
     result = ToolResult(
-        name=call.name, content=record.outcome.result, is_error=record.outcome.is_error,
+        name=call.name, content=record.result_message.content, is_error=record.outcome.is_error,
         call_id=record.call_id,
     )
     return RanCall(
         messages=(
-            ChatMessage(role="assistant", tool_calls=(ToolCall(call.name, call.arguments, record.call_id),)),
+            # The call as recorded: a call too large to store goes on cut, as the history has it.
+            ChatMessage(role="assistant", tool_calls=(ToolCall(call.name, record.arguments, record.call_id),)),
             ChatMessage(role="tool", tool_result=result),
         ),
         view={
-            "name": call.name, "arguments": call.arguments, "result": record.outcome.result,
+            "name": call.name, "arguments": record.arguments, "result": record.result_message.content,
             "isError": record.outcome.is_error, "callSequence": record.call_message.sequence_number,
         },
         lines=lines,

@@ -340,7 +340,7 @@ class ToolCallRecord:
 
     call_id: str
     name: str
-    arguments: dict[str, Any]
+    arguments: dict[str, Any]  # as recorded (cut when the call was too large to store)
     outcome: ToolOutcome
     call_message: Message
     result_message: Message
@@ -350,7 +350,7 @@ class ToolCallRecord:
         "callSequence", "resultSequence", "note"}`` (note: the note's resource or None)."""
         note = self.outcome.note
         return {
-            "result": self.outcome.result,
+            "result": self.result_message.content,
             "isError": self.outcome.is_error,
             "name": self.name,
             "callId": self.call_id,
@@ -363,6 +363,81 @@ class ToolCallRecord:
 def call_text(name: str, arguments: dict[str, Any]) -> str:
     """The readable text of a recorded call: ``open_memory({"name": "quest"})``."""
     return f"{name}({json.dumps(arguments, ensure_ascii=False)})"
+
+
+# What a string argument keeps of itself in the record of a call too large to store.
+RECORD_PREVIEW_CHARS = 200
+
+
+def _utf8_bytes(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def _message_limit() -> int:
+    """The limit of one stored message's content: an append's (MEMORY_MAX_CONTENT_BYTES)."""
+    return int(settings.MEMORY_MAX_CONTENT_BYTES)
+
+
+def _cut_strings(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > RECORD_PREVIEW_CHARS:
+        return f"{value[:RECORD_PREVIEW_CHARS]}… [{_fmt(_utf8_bytes(value))} bytes, cut from this record]"
+    if isinstance(value, dict):
+        return {k: _cut_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cut_strings(v) for v in value]
+    return value
+
+
+def _recordable(name: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
+    """The arguments to record for a call, and the size of its full record when that is
+    over the message limit (else None). A call too large to record keeps the first
+    RECORD_PREVIEW_CHARS characters of each string (the rest said in bytes), or no
+    arguments at all when even that does not fit."""
+    size = _utf8_bytes(call_text(name, arguments))
+    if size <= _message_limit():
+        return arguments, None
+    cut = _cut_strings(arguments)
+    if _utf8_bytes(call_text(name, cut)) > _message_limit():
+        cut = {}
+    return cut, size
+
+
+class _Undo(Exception):
+    """Rolls back a tool's writes whose call cannot be recorded (see _dispatch_recorded)."""
+
+
+def _dispatch_recorded(
+    thread: Thread, agent: Agent, name: str, arguments: dict[str, Any], record_bytes: int | None
+) -> ToolOutcome:
+    """_dispatch, for a call whose record is ``record_bytes`` long when over the message
+    limit: its own error when it has one (more useful to the model), else a refusal with
+    the numbers and whatever it wrote rolled back, so a call is never carried out unless
+    the history can hold it as it was made."""
+    if record_bytes is None:
+        return _dispatch(thread, agent, name, arguments)
+    try:
+        with transaction.atomic():  # a savepoint inside tool_run's transaction
+            outcome = _dispatch(thread, agent, name, arguments)
+            if outcome.is_error:
+                return outcome
+            raise _Undo()
+    except _Undo:
+        return _error(
+            f"Error: this call is {_fmt(record_bytes)} bytes as recorded in your history, over "
+            f"the limit of {_fmt(_message_limit())} bytes for one message, so nothing was done. "
+            "Write less per call: split the content into several memories."
+        )
+
+
+def _result_text(text: str) -> str:
+    """A result within the message limit: cut, saying so, in the (misconfigured) case of a
+    note larger than one message (MEMORY_NOTES_STORE_CAP_BYTES over MEMORY_MAX_CONTENT_BYTES)."""
+    size, limit = _utf8_bytes(text), _message_limit()
+    if size <= limit:
+        return text
+    tail = f"\n\n[Cut: this result is {_fmt(size)} bytes, over the limit of {_fmt(limit)} bytes for one message.]"
+    room = limit - _utf8_bytes(tail)
+    return text.encode("utf-8")[:room].decode("utf-8", errors="ignore") + tail
 
 
 def _version(thread: Thread, outcome: ToolOutcome, message: Message) -> None:
@@ -430,22 +505,23 @@ def tool_run(
             raise NoMemoryAgent()
         if unique_call_id and Message.objects.filter(thread=thread, metadata__toolCall__id=call_id).exists():
             raise DuplicateCallId(call_id)
-        outcome = refused or _dispatch(thread, agent, name, arguments)
+        recorded, record_bytes = _recordable(name, arguments)
+        outcome = refused or _dispatch_recorded(thread, agent, name, arguments, record_bytes)
         call = working.message_append(
             thread=thread,
             role=Message.Role.ASSISTANT,
-            content=call_text(name, arguments),
-            metadata={**extra, "agentName": agent.name, "toolCall": {"id": call_id, "name": name, "arguments": arguments}},
+            content=call_text(name, recorded),
+            metadata={**extra, "agentName": agent.name, "toolCall": {"id": call_id, "name": name, "arguments": recorded}},
         ).message
         result = working.message_append(
             thread=thread,
             role=Message.Role.TOOL,
-            content=outcome.result,
+            content=_result_text(outcome.result),
             metadata={**extra, "agentName": agent.name, "toolResult": {"id": call_id, "name": name, "isError": outcome.is_error}},
         ).message
         _version(thread, outcome, call)
     return ToolCallRecord(
-        call_id=call_id, name=name, arguments=arguments, outcome=outcome,
+        call_id=call_id, name=name, arguments=recorded, outcome=outcome,
         call_message=call, result_message=result,
     )
 

@@ -313,3 +313,74 @@ def test_it_answers_unstorable_arguments_with_a_tool_error(thread: Thread) -> No
     assert rec.call_message.metadata is not None
     assert rec.call_message.metadata["toolCall"]["arguments"] == {}
     assert not MemoryNote.objects.exists()
+
+
+# --- every recorded call and result within the message limit (review item 9) -------------
+
+
+def test_it_records_a_refused_call_too_large_to_store_cut_to_a_preview(project: Project) -> None:
+    # A 1.1 MB description was refused (over 300 characters) yet stored whole as the call's
+    # message (1,100,063 bytes, past the 1 MiB every append is held to), which then made
+    # the agent's thread compact.
+    thread = make_thread(project)
+    outcome = agents.thread_tool_call(
+        project=project, thread_id=thread.pk, name="close_memory",
+        arguments={"name": "quest", "description": "d" * 1_100_000, "content": "Find the key."},
+    )
+    rec = outcome.record
+    assert (rec.outcome.is_error, rec.outcome.result) == (
+        True, "Error: 'description' is 1100000 characters; keep it to one line of at most 300.",
+    )
+    preview = "d" * 200 + "… [1,100,000 bytes, cut from this record]"
+    cut = {"name": "quest", "description": preview, "content": "Find the key."}
+    assert rec.call_message.content == f'close_memory({{"name": "quest", "description": "{preview}", "content": "Find the key."}})'
+    assert rec.call_message.metadata is not None
+    assert rec.call_message.metadata["toolCall"]["arguments"] == cut
+    assert rec.arguments == cut
+    stored = Message.objects.get(pk=rec.call_message.pk)
+    assert stored.metadata is not None
+    assert (len(stored.content.encode()), stored.metadata["toolCall"]["arguments"]) == (321, cut)
+    assert outcome.compaction.runs == ()  # nothing near the agent's 8,000-token budget
+    assert not MemoryNote.objects.exists()
+
+
+def test_it_refuses_a_call_the_tool_would_take_when_its_record_is_too_large(project: Project, settings: Any) -> None:
+    thread = make_thread(project)
+    call(thread, "close_memory", name="quest", description="Goal", content="Find the key.")
+    call(thread, "open_memory", name="quest")
+    settings.MEMORY_MAX_CONTENT_BYTES = 2000
+    # 66 + 1,990 + 3 = 2,059 bytes as recorded: within the note's own rules, not one message's.
+    rec = call(thread, "close_memory", name="quest", description="Goal", content="x" * 1990)
+    assert (rec.outcome.is_error, rec.outcome.result) == (
+        True,
+        "Error: this call is 2,059 bytes as recorded in your history, over the limit of 2,000 bytes "
+        "for one message, so nothing was done. Write less per call: split the content into several memories.",
+    )
+    # Nothing was done: the note is still open with its old content, no version was kept.
+    assert (note(thread, "quest").content, note(thread, "quest").is_open, note(thread, "quest").version) == (
+        "Find the key.", True, 1,
+    )
+    assert MemoryNoteVersion.objects.count() == 1
+    assert rec.call_message.content == (
+        'close_memory({"name": "quest", "description": "Goal", "content": "'
+        + "x" * 200 + '… [1,990 bytes, cut from this record]"})'
+    )
+    # A record whose cut strings still do not fit keeps no arguments.
+    many = {f"k{i}": "v" for i in range(400)}
+    rec = call(thread, "close_memory", name="quest", **many)
+    assert rec.call_message.content == 'close_memory({})'
+    assert rec.outcome.result.startswith("Error: this call is 5,121 bytes as recorded")
+    sizes = [len(m.content.encode()) for m in Message.objects.filter(thread=thread)]
+    assert max(sizes) <= 2000
+
+
+def test_it_cuts_a_result_larger_than_one_message_and_says_so(project: Project, settings: Any) -> None:
+    thread = make_thread(project, max_open=3900)
+    call(thread, "close_memory", name="lore", description="World", content="é" * 1500)  # 3,000 bytes
+    settings.MEMORY_MAX_CONTENT_BYTES = 2000  # a store cap above the message limit
+    rec = call(thread, "open_memory", name="lore")
+    tail = "\n\n[Cut: this result is 3,000 bytes, over the limit of 2,000 bytes for one message.]"
+    assert rec.outcome.result == "é" * 1500  # what the tool answered
+    assert rec.result_message.content == "é" * ((2000 - len(tail)) // 2) + tail
+    assert len(rec.result_message.content.encode()) <= 2000
+    assert rec.to_dict()["result"] == rec.result_message.content
