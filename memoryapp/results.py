@@ -140,7 +140,9 @@ class ContextWindow:
     ``tail`` holds the newest un-compacted ordinary messages, oldest first, at most
     ``message_limit``; ``summary`` the active summary or None; ``message_count`` the
     un-compacted ordinary messages in the thread (may exceed the tail); ``threshold`` the
-    thread's autoCompactThreshold.
+    thread's autoCompactThreshold. ``agent``: an agent's thread (spec 004), whose context
+    is its checkpoint and every message since; ``limit_given``: whether the client chose
+    ``message_limit`` (else it is the default window's).
     """
 
     thread_id: uuid.UUID
@@ -150,6 +152,8 @@ class ContextWindow:
     message_count: int
     message_limit: int
     threshold: int | None
+    agent: bool = False
+    limit_given: bool = True
 
     @property
     def messages(self) -> list[ContextMessage]:
@@ -169,7 +173,10 @@ class ContextWindow:
 
     @property
     def warning(self) -> str | None:
-        """The messageLimit trap warning (spec 000), when ``message_limit`` is below the threshold."""
+        """The messageLimit trap warning (spec 000), when ``message_limit`` is below the
+        threshold; on an agent's thread, when the window leaves verbatim messages out."""
+        if self.agent:
+            return self._agent_warning()
         threshold = self.threshold
         if threshold is None or self.message_limit >= threshold:
             return None
@@ -178,6 +185,23 @@ class ContextWindow:
             f"messageLimit ({limit}) is less than autoCompactThreshold ({threshold}). "
             f"Messages between the summary and the last {limit} can be left out of "
             f"the context; set messageLimit to at least {threshold}."
+        )
+
+    def _agent_warning(self) -> str | None:
+        left = self.message_count - len(self.tail)
+        if left <= 0:
+            return None
+        count, limit = self.message_count, self.message_limit
+        if self.limit_given:
+            return (
+                f"messageLimit ({limit}) leaves out the {left} oldest of the {count} messages "
+                "since this agent's checkpoint; an agent's context is its checkpoint and every "
+                "message since (spec 004). Send prepare without messageLimit to get them all."
+            )
+        return (
+            f"The {left} oldest of the {count} messages since this agent's checkpoint are left "
+            f"out: the window holds at most {limit}, the most an agent keeps verbatim, and its "
+            "compaction has not caught up (see the thread's compaction.lastError)."
         )
 
 

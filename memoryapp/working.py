@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any
 
+from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
@@ -47,6 +48,14 @@ MESSAGE_LIMIT_DEFAULT = 20
 MESSAGE_LIMIT_MAX = 100
 # Reads of prepare's window before it answers with what it has (see prepare()).
 PREPARE_ATTEMPTS = 3
+
+# An agent's thread compacts by its agent's budget (spec 004), never by a threshold.
+THRESHOLD_ON_AGENT_THREAD = {
+    "path": ["autoCompactThreshold"],
+    "message": "autoCompactThreshold does not apply to an agent's thread: it compacts by "
+    "its agent's compaction.maxTokens (and after 200 verbatim messages); leave it out or null",
+    "code": "not_for_agent_thread",
+}
 
 
 # --- Threads ------------------------------------------------------------------------------
@@ -80,8 +89,11 @@ def thread_create(
 
     ``dataset`` is the user scope recall searches within; ``auto_compact_threshold`` None
     disables automatic compaction (spec 000 "Threads"). ``agent`` makes it that agent's
-    thread (spec 004): it compacts by the agent's budget and holds the agent's notes.
+    thread (spec 004): it compacts by the agent's budget and holds the agent's notes, so
+    a threshold beside it is refused (InvalidInput, ``autoCompactThreshold``).
     """
+    if agent is not None and auto_compact_threshold is not None:
+        raise InvalidInput([THRESHOLD_ON_AGENT_THREAD])
     clean = _clean_tags(tags or [])
     with transaction.atomic():
         now = timezone.now()
@@ -144,8 +156,11 @@ def thread_update(*, thread: Thread, changes: dict[str, Any]) -> Thread:
     if the thread was deleted meanwhile, DatasetLocked for another ``dataset`` once the
     thread has an episode (its memory stays in one dataset; checked under the row lock
     the episode job writes under, so a job never writes into the old dataset after a
-    move it raced with).
+    move it raced with), InvalidInput (``autoCompactThreshold``) for a threshold on an
+    agent's thread (its agent's budget decides, spec 004).
     """
+    if thread.agent_id is not None and changes.get("auto_compact_threshold") is not None:
+        raise InvalidInput([THRESHOLD_ON_AGENT_THREAD])
     fields: list[str] = []
     with transaction.atomic():
         locked = Thread.objects.select_for_update().filter(pk=thread.pk).first()
@@ -450,14 +465,23 @@ def message_list(
 # --- prepare ------------------------------------------------------------------------------
 
 
+def agent_window_limit() -> int:
+    """The most messages an agent's window holds: the most it keeps verbatim before a
+    forced checkpoint (MEMORY_AGENT_MAX_VERBATIM_MESSAGES, spec 004)."""
+    return int(settings.MEMORY_AGENT_MAX_VERBATIM_MESSAGES)
+
+
 def _window_read(
-    pk: uuid.UUID, project_id: int | None, limit: int
-) -> tuple[sql.WindowHead, list[tuple[str, str, int, dict[str, Any] | None]]]:
+    pk: uuid.UUID, project_id: int | None, message_limit: int | None
+) -> tuple[sql.WindowHead, int, list[tuple[str, str, int, dict[str, Any] | None]]]:
     attempt = 1
     while True:
         head = sql.window_head(thread_id=pk, project_id=project_id)
         if head is None:
             raise ThreadNotFound()
+        limit = message_limit
+        if limit is None:
+            limit = agent_window_limit() if head.agent_id is not None else MESSAGE_LIMIT_DEFAULT
         tail = sql.tail_read(
             thread_id=pk,
             before=head.next_sequence,
@@ -465,7 +489,7 @@ def _window_read(
             with_metadata=head.agent_id is not None,
         )
         if len(tail) >= min(head.uncompacted_count, limit) or attempt == PREPARE_ATTEMPTS:
-            return head, tail
+            return head, limit, tail
         attempt += 1
 
 
@@ -473,7 +497,7 @@ def prepare(
     *,
     thread: Thread | str | uuid.UUID,
     project: Project | None = None,
-    message_limit: int = MESSAGE_LIMIT_DEFAULT,
+    message_limit: int | None = None,
 ) -> ContextWindow:
     """Build the LLM-ready context window of ``thread`` (spec 002, POST prepare).
 
@@ -483,6 +507,12 @@ def prepare(
     ``message_limit`` is below the thread's autoCompactThreshold (spec 000, "The
     messageLimit trap"). ``thread`` is a Thread or a thread id; with ``project`` it must
     belong to that project. Raises ThreadNotFound otherwise (or for a malformed id).
+
+    ``message_limit`` None (the client sent none) is MESSAGE_LIMIT_DEFAULT (20) on an
+    ordinary thread and, on an agent's thread, the agent's own window (spec 004: its
+    checkpoint and every message since, which its compaction keeps within its budget):
+    every verbatim message, up to agent_window_limit() (200). On an agent's thread
+    ``warning`` says how many verbatim messages the window leaves out, if any.
 
     Two statements whatever the thread's length, reading only the columns the window
     needs (memoryapp.sql): the thread row joined to its active summary, then the tail,
@@ -501,7 +531,7 @@ def prepare(
     """
     pk = thread.pk if isinstance(thread, Thread) else thread_pk(thread)
     project_id = project.pk if project is not None else None
-    head, tail = _window_read(pk, project_id, message_limit)
+    head, limit, tail = _window_read(pk, project_id, message_limit)
     tail.reverse()
     if tail and tail[0][3] and "toolResult" in tail[0][3]:
         # A call and its result are adjacent rows (memoryapp.notes.tool_run), so the only
@@ -532,9 +562,11 @@ def prepare(
         message_count=context_count(
             uncompacted_count=head.uncompacted_count, summary_id=head.summary_id
         ).messages,
-        message_limit=message_limit,
+        message_limit=limit,
         # The messageLimit trap of autoCompactThreshold does not apply to an agent's thread.
         threshold=None if head.agent_id is not None else head.threshold,
+        agent=head.agent_id is not None,
+        limit_given=message_limit is not None,
     )
 
 

@@ -145,13 +145,19 @@ def thread_create(request: HttpRequest) -> HttpResponse:
         filters = forms.ThreadFilterForm({})
         filters.is_valid()
         return _threads_response(request, project, filters, form, status=400)
-    thread = working.thread_create(
-        project=project,
-        dataset=form.cleaned_data["dataset"],
-        tags=form.cleaned_data["tags"],
-        auto_compact_threshold=form.cleaned_data["auto_compact_threshold"],
-        agent=form.cleaned_data["agent"],
-    )
+    try:
+        thread = working.thread_create(
+            project=project,
+            dataset=form.cleaned_data["dataset"],
+            tags=form.cleaned_data["tags"],
+            auto_compact_threshold=form.cleaned_data["auto_compact_threshold"],
+            agent=form.cleaned_data["agent"],
+        )
+    except InvalidInput as exc:  # a threshold beside an agent (spec 004)
+        form.add_error("auto_compact_threshold", exc.issues[0]["message"])
+        filters = forms.ThreadFilterForm({})
+        filters.is_valid()
+        return _threads_response(request, project, filters, form, status=400)
     messages.success(request, "Thread created.")
     return redirect(project_url("playground:thread", project, thread.pk))
 
@@ -201,13 +207,17 @@ def thread_edit(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     form = forms.ThreadEditForm(request.POST)
     if not form.is_valid():
         return _thread_page(request, thread, None, form, status=400)
-    working.thread_update(
-        thread=thread,
-        changes={
-            "tags": form.cleaned_data["tags"],
-            "auto_compact_threshold": form.cleaned_data["auto_compact_threshold"],
-        },
-    )
+    try:
+        working.thread_update(
+            thread=thread,
+            changes={
+                "tags": form.cleaned_data["tags"],
+                "auto_compact_threshold": form.cleaned_data["auto_compact_threshold"],
+            },
+        )
+    except InvalidInput as exc:  # a threshold on an agent's thread (spec 004)
+        form.add_error("auto_compact_threshold", exc.issues[0]["message"])
+        return _thread_page(request, thread, None, form, status=400)
     messages.success(request, "Thread saved.")
     return redirect(project_url("playground:thread", thread.project, thread.pk))
 

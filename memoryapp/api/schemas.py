@@ -315,7 +315,9 @@ class ThreadListQuery(Schema):
 
 
 class PrepareIn(_In):
-    """POST .../prepare; ``{}`` (or no body) is valid."""
+    """POST .../prepare; ``{}`` (or no body) is valid. Without messageLimit an ordinary
+    thread's window holds its newest 20 messages, an agent's thread's its whole context
+    (checkpoint and every message since, at most 200; spec 004)."""
 
     messageLimit: MessageLimit = 20
 

@@ -35,7 +35,6 @@ from memoryapp.api.schemas import (
 from memoryapp.errors import InvalidInput
 from memoryapp.models import Project
 from memoryapp.results import AppendResult
-from memoryapp.validation import MESSAGE_LIMIT_DEFAULT
 
 router = Router(tags=["working memory"])
 
@@ -219,7 +218,9 @@ def prepare_answer(*, thread_id: str, project: Project, payload: PrepareIn | Non
     """POST .../prepare's 200 body for a validated ``payload`` (None: no body, or
     ``null``); what the view and memoryapp.fastpath both call. Reads only: ThreadNotFound
     changes nothing."""
-    limit = payload.messageLimit if payload is not None else MESSAGE_LIMIT_DEFAULT
+    # No messageLimit: the default window, which on an agent's thread is the agent's own
+    # (working.prepare; spec 004).
+    limit = payload.messageLimit if payload is not None and "messageLimit" in payload.model_fields_set else None
     # The project-scoped thread look-up is prepare's own first read (two statements in all).
     window = working.prepare(thread=thread_id, project=project, message_limit=limit)
     return serializers.window_to_dict(window)
