@@ -27,7 +27,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
-from memoryapp import compaction_history, events, llm, summary_rules, working
+from memoryapp import compaction_history, events, jobs, llm, summary_rules, working
 from memoryapp.compaction_history import RunStart
 from memoryapp.compaction_lease import compaction_lease
 from memoryapp.errors import ModelCallFailed, ThreadNotFound
@@ -38,8 +38,10 @@ from memoryapp.results import AppendOutcome, AppendResult, AutoCompaction, Compa
 logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3
-# Runs one tripping append may make to catch up with appends that arrived during its run.
+# Runs one tripping append may make to catch up with appends that arrived during its run;
+# past that, a background job (this kind, memoryapp.tasks) takes the catch-up over.
 MAX_CATCH_UP_RUNS = 5
+AUTO_COMPACTION_JOB = "auto-compaction"
 # What a dropped or refused database connection raises (memoryapp.http_errors answers 503).
 CONNECTION_LOST = (OperationalError, InterfaceError)
 
@@ -363,7 +365,25 @@ def _auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> AutoCompa
         # the lease may have brought the count back to the threshold, and nobody else
         # will look (review item 7).
         keep_from = _due_again(thread_id)
+    else:
+        if keep_from is not None:  # still due after MAX_CATCH_UP_RUNS: a run stays pending
+            _hand_over(thread_id, keep_from)
     return AutoCompaction(runs=tuple(runs), error=error)
+
+
+def _hand_over(thread_id: uuid.UUID, keep_from: int) -> None:
+    """Queue the catch-up that one append's MAX_CATCH_UP_RUNS runs did not finish (appends
+    kept arriving during each run), so the appends this call turned away are not left
+    un-compacted with no run pending; the job runs auto_compact itself (memoryapp.tasks)."""
+    thread = Thread.objects.select_related("project").filter(pk=thread_id).first()
+    if thread is None:
+        return
+    jobs.job_enqueue(
+        project=thread.project,
+        kind=AUTO_COMPACTION_JOB,
+        thread=thread,
+        args={"keepFromSequence": keep_from},
+    )
 
 
 def message_append_compacting(

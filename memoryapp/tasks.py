@@ -40,6 +40,25 @@ def compaction_job(job: Job) -> dict[str, Any]:
     return serializers.compaction_to_dict(result)
 
 
+@job_kind(compaction.AUTO_COMPACTION_JOB, key=lambda args: f"auto:{args['keepFromSequence']}")
+def auto_compaction_job(job: Job) -> dict[str, Any]:
+    """The catch-up of an automatic compaction that one append's runs did not finish
+    (memoryapp.compaction._hand_over; review item 7).
+
+    Args: ``{"keepFromSequence": N}``, the newest un-compacted message when it was queued.
+    Runs memoryapp.compaction.auto_compact as that append would have: under the thread's
+    lease, only while the thread is still at its threshold, catching up again after each
+    run. Idempotency: a second run finds the thread below its threshold and runs nothing.
+    Result: ``{"runs": <runs committed>, "error": <the failed model call> | null}``.
+    """
+    if job.thread_id is None:
+        raise ThreadNotFound()
+    outcome = compaction.auto_compact(
+        thread_id=job.thread_id, keep_from_sequence=int(job.args["keepFromSequence"])
+    )
+    return {"runs": len(outcome.runs), "error": outcome.error}
+
+
 @job_kind(EPISODE, key=lambda args: f"episode:{args['fromSequence']}-{args['toSequence']}")
 def episode_job(job: Job) -> dict[str, Any]:
     """The episode job end() queues (issue 8 items 1-2; memoryapp.episodic.episode_build).

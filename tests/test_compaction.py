@@ -23,7 +23,7 @@ from django.utils import timezone
 from memoryapp import compaction, llm, working
 from memoryapp.llm.port import ModelError, OpenNote, Summary, TranscriptMessage, Usage
 from memoryapp.llm.registry import GuardedModel
-from memoryapp.models import Message, Thread
+from memoryapp.models import Job, Message, Thread
 from tests.conftest import BASE, Api
 
 # Generous bound so a broken orchestration fails the test instead of hanging the suite;
@@ -755,3 +755,33 @@ def test_it_catches_up_with_appends_that_arrived_during_a_run(
         {"role": "user", "content": "m6"},
     ]
     assert window["messageCount"] == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_queues_the_catch_up_when_appends_outlast_its_runs(
+    api: Api, summarizer: FakeSummarizer, run_in_thread: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One append makes at most MAX_CATCH_UP_RUNS runs (1 here); when appends it turned away
+    # keep the thread at its threshold past them, a job takes the catch-up over instead of
+    # leaving them un-compacted with no run pending (review item 7). Tests run jobs at once.
+    monkeypatch.setattr(compaction, "MAX_CATCH_UP_RUNS", 1)
+    thread_id = api.create_thread(autoCompactThreshold=3)["threadId"]
+    append_all(api, thread_id, ["m1", "m2"])
+    gate = summarizer.hold("writer-3")
+    client_3 = Api(Client(), api.key)
+    box = run_in_thread("writer-3", lambda: client_3.append(thread_id, "m3"))
+    wait(gate.entered)
+    turned_away = [api.append(thread_id, text).json()["compacted"] for text in ["m4", "m5", "m6"]]
+    gate.release.set()
+    resp_3 = finish(box)
+
+    assert turned_away == [False, False, False]
+    assert (resp_3.status_code, resp_3.json()["compacted"]) == (201, True)
+    assert [[m[0] for m in c.messages] for c in summarizer.calls] == [[1, 2], [3, 4, 5]]
+    job = Job.objects.get(kind=compaction.AUTO_COMPACTION_JOB)
+    assert (job.status, job.args, job.result, str(job.thread_id)) == (
+        Job.Status.SUCCEEDED, {"keepFromSequence": 6}, {"runs": 1, "error": None}, thread_id,
+    )
+    active = assert_compaction_invariants(thread_id)
+    assert (active.sequence_number, active.covers_from_sequence, active.covers_to_sequence) == (8, 1, 5)
+    assert Thread.objects.get(pk=thread_id).uncompacted_count == 1
