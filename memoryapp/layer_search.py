@@ -73,6 +73,32 @@ def _search_sql(
     return join, f"{pg_vector} @@ q.query", f"ts_rank_cd({pg_vector}, q.query)", list(terms)
 
 
+FACT_COLUMNS = (
+    "f.id, f.text, s.name, f.attribute, f.value, f.episode_id, f.thread_id, "
+    "f.source_message_ids, f.valid_from, f.invalidated_at, f.invalidated_by_id, f.subject_id"
+)
+
+
+def _fact_row(row: Sequence[Any]) -> tuple[dict[str, Any], str | None]:
+    """(fact resource without "entities" filled, subject entity id) from a row that
+    starts with FACT_COLUMNS."""
+    fact = {
+        "factId": _id(row[0]),
+        "text": row[1],
+        "subject": row[2],
+        "attribute": row[3] or None,
+        "value": row[4] or None,
+        "entities": [],
+        "episodeId": _id(row[5]),
+        "threadId": _id(row[6]),
+        "sourceMessageIds": _list(row[7]),
+        "validFrom": _time(row[8]),
+        "invalidatedAt": _time(row[9]),
+        "invalidatedBy": _id(row[10]),
+    }
+    return fact, _id(row[11])
+
+
 def fact_search_rows(
     *,
     project: Project,
@@ -80,46 +106,92 @@ def fact_search_rows(
     terms: list[str],
     limit: int,
     include_invalidated: bool = False,
+    stale_limit: int = 0,
 ) -> list[tuple[dict[str, Any], float, str | None]]:
     """Facts of ``dataset`` matching any of ``terms``, best first, as ``(fact resource
-    without "entities", score, subject entity id)``; current facts only unless
-    ``include_invalidated``. [] for no terms or an engine without full-text search."""
+    without "entities", score, subject entity id)``.
+
+    ``include_invalidated``: the best ``limit`` facts, current or not. Otherwise the best
+    ``limit`` current facts and, with ``stale_limit``, up to ``stale_limit`` invalidated
+    ones among the best ``limit + stale_limit`` of either kind (memoryapp.recall puts
+    what replaced them in their place). [] for no terms or an engine without full-text
+    search."""
     if not terms or limit < 1 or connection.vendor not in ("sqlite", "postgresql"):
         return []
     join, condition, score, params = _search_sql(
         table_fts=FACT_FTS, alias="f", pg_vector=PG_FACT_VECTOR, terms=terms
     )
-    sql = f"""
-        SELECT f.id, f.text, s.name, f.attribute, f.value, f.episode_id, f.thread_id,
-               f.source_message_ids, f.valid_from, f.invalidated_at, f.invalidated_by_id,
-               f.subject_id, {score} AS score
-        FROM memoryapp_fact AS f
-        {join}
-        LEFT JOIN memoryapp_entity AS s ON s.id = f.subject_id
-        WHERE {condition} AND f.project_id = %s AND f.dataset = %s
-          {"" if include_invalidated else "AND f.invalidated_at IS NULL"}
-        ORDER BY score DESC, f.valid_from DESC
-        LIMIT %s
-    """
-    rows = _fetch(sql, [*params, project.pk, dataset, limit])
+
+    def search(only_current: bool, count: int) -> list[tuple[Any, ...]]:
+        sql = f"""
+            SELECT {FACT_COLUMNS}, {score} AS score
+            FROM memoryapp_fact AS f
+            {join}
+            LEFT JOIN memoryapp_entity AS s ON s.id = f.subject_id
+            WHERE {condition} AND f.project_id = %s AND f.dataset = %s
+              {"AND f.invalidated_at IS NULL" if only_current else ""}
+            ORDER BY score DESC, f.valid_from DESC
+            LIMIT %s
+        """
+        return _fetch(sql, [*params, project.pk, dataset, count])
+
+    if include_invalidated or stale_limit < 1:
+        rows = search(not include_invalidated, limit)
+    else:
+        # The best of either kind in one top-N search (as cheap as current facts alone);
+        # only when invalidated facts crowded out current ones is the current-only
+        # search made as well.
+        rows = search(False, limit + stale_limit)
+        current = [row for row in rows if row[9] is None]
+        if len(current) < limit and len(rows) == limit + stale_limit:
+            current = search(True, limit)
+        stale = [row for row in rows if row[9] is not None][:stale_limit]
+        rows = sorted(current[:limit] + stale, key=lambda row: -float(row[12]))
     out = []
     for row in rows:
-        fact = {
-            "factId": _id(row[0]),
-            "text": row[1],
-            "subject": row[2],
-            "attribute": row[3] or None,
-            "value": row[4] or None,
-            "entities": [],
-            "episodeId": _id(row[5]),
-            "threadId": _id(row[6]),
-            "sourceMessageIds": _list(row[7]),
-            "validFrom": _time(row[8]),
-            "invalidatedAt": _time(row[9]),
-            "invalidatedBy": _id(row[10]),
-        }
-        out.append((fact, float(row[12]), _id(row[11])))
+        fact, subject_id = _fact_row(row)
+        out.append((fact, float(row[12]), subject_id))
     return out
+
+
+def current_successors(
+    *, project: Project, fact_ids: Sequence[str]
+) -> dict[str, tuple[dict[str, Any], float, str | None]]:
+    """For each invalidated fact of ``fact_ids``, the current fact that replaced it: its
+    ``invalidated_by``, followed while that one was invalidated in turn, as
+    fact_search_rows's triples (score 0.0) by the invalidated fact's id. A fact whose
+    chain ends nowhere current (the newer fact deleted) is left out. One query."""
+    if not fact_ids:
+        return {}
+    sqlite = connection.vendor == "sqlite"
+    ids = [uuid.UUID(i).hex if sqlite else uuid.UUID(i) for i in fact_ids]
+    marks = ", ".join(["%s"] * len(ids))
+    sql = f"""
+        WITH RECURSIVE chain(start, id, depth) AS (
+            SELECT f.id, f.invalidated_by_id, 1 FROM memoryapp_fact AS f
+            WHERE f.project_id = %s AND f.id IN ({marks}) AND f.invalidated_by_id IS NOT NULL
+            UNION ALL
+            SELECT c.start, g.invalidated_by_id, c.depth + 1
+            FROM chain AS c JOIN memoryapp_fact AS g ON g.id = c.id
+            WHERE g.invalidated_at IS NOT NULL AND g.invalidated_by_id IS NOT NULL
+              AND c.depth < {SUCCESSION_MAX}
+        )
+        SELECT {FACT_COLUMNS}, c.start
+        FROM chain AS c
+        JOIN memoryapp_fact AS f ON f.id = c.id
+        LEFT JOIN memoryapp_entity AS s ON s.id = f.subject_id
+        WHERE f.invalidated_at IS NULL
+    """
+    out = {}
+    for row in _fetch(sql, [project.pk, *ids]):
+        fact, subject_id = _fact_row(row)
+        out[_id(row[12]) or ""] = (fact, 0.0, subject_id)
+    return out
+
+
+# How many replacements current_successors follows (a fact replaced, its replacement
+# replaced, ...); a longer chain, or a cycle, ends there.
+SUCCESSION_MAX = 16
 
 
 def fact_entities(

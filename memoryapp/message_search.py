@@ -460,10 +460,51 @@ def message_search(
     ranked = _rank(pool, _bm25(scope, terms, pool), set(query_words(query)))[:limit]
     rows = _read_rows([values[0] for _, values in ranked])
     hits = [RawHit(message=rows[values[0]], score=score) for score, values in ranked]
+    _neighbours(hits, message_range)
+    return hits
+
+
+def _neighbours(hits: list[RawHit], message_range: tuple[int, int] | None) -> None:
     if message_range is None:  # the reply to a question
         _attach_neighbours([h for h in hits if "?" in h.message.content], (0, 1))
     else:
         _attach_neighbours(hits, message_range)
+
+
+def messages_as_hits(
+    *,
+    project: Project,
+    dataset: str,
+    message_ids: Sequence[str],
+    exclude_thread_id: uuid.UUID | None = None,
+    message_range: tuple[int, int] | None = None,
+) -> list[RawHit]:
+    """The messages ``message_ids`` as RawHits (score 0.0, neighbours as message_search
+    gives them), in that order; an id that is not a message of ``dataset`` in
+    ``project`` that can be evidence (evidence_sql), or is in ``exclude_thread_id``, is
+    left out. Two queries at most. (Recall brings in the messages a current fact was
+    drawn from this way.)"""
+    wanted = []
+    for value in message_ids:
+        try:
+            wanted.append(uuid.UUID(str(value)))
+        except ValueError:
+            continue
+    if not wanted:
+        return []
+    sqlite = connection.vendor == "sqlite"
+    scope = _Scope(project=project, dataset=dataset, exclude=exclude_thread_id)
+    where, params = scope.threads_sql("t")
+    sql = f"""
+        SELECT {_COLUMNS} FROM memoryapp_message AS m
+        JOIN memoryapp_thread AS t ON t.id = m.thread_id
+        WHERE m.id IN ({", ".join(["%s"] * len(wanted))}) AND {where} AND {evidence_sql()}
+    """
+    ids = [w.hex if sqlite else w for w in wanted]
+    speakers: dict[Any, Any] = {}
+    rows = {row.id: row for row in (_row(v, speakers) for v in _fetch(sql, [*ids, *params]))}
+    hits = [RawHit(message=rows[w], score=0.0) for w in dict.fromkeys(wanted) if w in rows]
+    _neighbours(hits, message_range)
     return hits
 
 

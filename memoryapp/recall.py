@@ -2,8 +2,8 @@
 
 Layers, as ``include`` selects them:
 
-- ``facts``: current facts (memoryapp.semantic.fact_search; invalidated ones too only with
-  ``include_invalidated``) with ``entities``: the entities those facts are about or mention.
+- ``facts``: current facts (memoryapp.layer_search.fact_search_rows; invalidated ones too
+  only with ``include_invalidated``) with ``entities``: the entities those facts are about or mention.
 - ``episodes``: episodes whose title or summary match (memoryapp.episodic.episode_search),
   then the episodes the recalled facts came from.
 - ``raw``: messages of the dataset's *other* threads (the caller's own thread is already
@@ -17,6 +17,11 @@ items of other layers citing the same messages earned (a fact and the message it
 drawn from support each other); ``score`` is that fused relevance over the best item's
 (1.0 for rank 1), one scale over the three layers; each list is sorted by rank.
 
+What a newer fact replaced never outranks it (supersede): in the fact layer an
+invalidated fact that matched gives its place to the current fact that replaced it, and a
+raw hit that matched for a statement no longer true ranks below that fact and the
+message it was drawn from, which are brought in when the search did not find them.
+
 ``context`` is one ``<long_term_memory>`` block with a section per layer, each item naming
 its source (a fact's id, an episode's thread and range, a message's thread and sequence
 number), labelled as quoted data.
@@ -27,18 +32,27 @@ from __future__ import annotations
 import html
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from memoryapp import llm
 from memoryapp.errors import ModelCallFailed
 from memoryapp.layer_search import (
+    current_successors,
     episode_search_rows,
     episodes_by_id,
     fact_entities,
     fact_search_rows,
 )
 from memoryapp.llm.port import ModelError
-from memoryapp.message_search import RANGE_MAX, RawHit, Row, message_search, query_terms
+from memoryapp.message_search import (
+    RANGE_MAX,
+    RawHit,
+    Row,
+    message_search,
+    messages_as_hits,
+    query_terms,
+)
 from memoryapp.models import Project
 from memoryapp.timefmt import iso_ms
 
@@ -100,6 +114,8 @@ def _episode_layer(
 RRF_K = 10
 LAYER_WEIGHTS = {"raw": 1.0, "facts": 0.3, "episodes": 0.1}
 SUPPORTING = ("raw", "facts")
+# A superseded item's total, under the lowest of the items it must rank below.
+STALE_FACTOR = 0.999
 
 
 def cited_ids(layer: str, item: dict[str, Any]) -> list[str]:
@@ -112,7 +128,10 @@ def cited_ids(layer: str, item: dict[str, Any]) -> list[str]:
     return list(item["quotedMessageIds"])
 
 
-def fuse(layers: dict[str, list[dict[str, Any]]]) -> None:
+def fuse(
+    layers: dict[str, list[dict[str, Any]]],
+    below: Sequence[tuple[dict[str, Any], Sequence[dict[str, Any]]]] = (),
+) -> None:
     """Rank and score every item of ``layers`` (``raw``, ``facts``, ``episodes`` lists,
     each best first by its own search) together, in place.
 
@@ -122,6 +141,10 @@ def fuse(layers: dict[str, list[dict[str, Any]]]) -> None:
     places (the first-ranked item has 1.0, every item more than 0): one scale over the
     three layers, comparable within one response. ``rank`` (1..n) orders by it (ties: raw,
     facts, episodes, then the layer's own order), and each list is sorted by rank.
+
+    ``below``: ``(item, over)`` pairs; ``item`` ranks below every item of ``over`` that
+    is in ``layers`` (its total is cut to just under the lowest of theirs): what a newer
+    fact replaced never outranks the newer fact and its source (supersede).
     """
     earned: list[tuple[float, int, int, str, dict[str, Any]]] = []
     best_by_message: dict[tuple[str, str], float] = {}
@@ -145,6 +168,13 @@ def fuse(layers: dict[str, list[dict[str, Any]]]) -> None:
                         default=0.0,
                     )
         totals.append((own + support, order, position, item))
+    if below:
+        index = {id(t[3]): i for i, t in enumerate(totals)}
+        for item, over in below:
+            caps = [totals[index[id(o)]][0] for o in over if id(o) in index and o is not item]
+            i = index.get(id(item))
+            if i is not None and caps and totals[i][0] >= min(caps):
+                totals[i] = (min(caps) * STALE_FACTOR, *totals[i][1:])
     totals.sort(key=lambda t: (-t[0], t[1], t[2]))
     best = totals[0][0] if totals else 1.0
     for rank, (total, *_, item) in enumerate(totals, 1):
@@ -152,6 +182,132 @@ def fuse(layers: dict[str, list[dict[str, Any]]]) -> None:
         item["score"] = round(total / best, 4)
     for items in layers.values():
         items.sort(key=lambda item: item["rank"])
+
+
+FactRow = tuple[dict[str, Any], float, "str | None"]
+
+
+@dataclass
+class _Superseded:
+    """What supersede decided: the fact layer's rows, the raw layer's items, and which
+    item must rank below which (fuse's ``below``)."""
+
+    facts: list[FactRow]
+    raw: list[dict[str, Any]]
+    below: list[tuple[dict[str, Any], list[dict[str, Any]]]] = field(default_factory=list)
+
+
+def supersede(
+    *,
+    project: Project,
+    dataset: str,
+    found: list[FactRow],
+    raw: list[dict[str, Any]],
+    limit: int,
+    include_invalidated: bool,
+    exclude: uuid.UUID | None,
+    message_range: tuple[int, int] | None,
+) -> _Superseded:
+    """Put what replaced an invalidated fact where the invalidated fact matched.
+
+    ``found`` is the fact search's rows, best first: the best ``limit`` current facts and
+    the best invalidated ones (all of them current-or-not with ``include_invalidated``).
+
+    - **Fact layer**: in ``found``'s order, each invalidated fact gives its place to the
+      current fact that replaced it (layer_search.current_successors; left out when none
+      is current); with ``include_invalidated`` it stays, right after that fact and
+      ranked below it. Cut at ``limit``.
+    - **Raw layer**: a hit is *stale* when the best-matching fact drawn from it is
+      invalidated (no current fact drawn from it matches as well) and the fact that
+      replaced it was not drawn from it too: the words the query shares with the message
+      are those of a statement no longer true. The messages the replacing fact was drawn
+      from move up (or are brought in: messages_as_hits) to the later of the stale hit's
+      place and the replacing fact's place in the fact layer (the weaker of the two
+      signals that the stale statement matched: a message matching on a stray word does
+      not lift its replacement), and the stale hit ranks below them and below the
+      replacing fact. Cut at ``limit``.
+    """
+    ranked_facts = [row for row in found if row[0]["invalidatedAt"] is None]
+    cutoff = None  # unreturned current facts score at most this
+    if not include_invalidated and len(ranked_facts) >= limit:
+        cutoff = ranked_facts[limit - 1][1]
+    first_fact: dict[str, FactRow] = {}  # message id -> the best fact drawn from it
+    for row in found:
+        for message_id in row[0]["sourceMessageIds"]:
+            first_fact.setdefault(message_id, row)
+    stale_raw: dict[str, FactRow] = {}
+    for item in raw:
+        best = first_fact.get(item["messageId"])
+        if best is None or best[0]["invalidatedAt"] is None:
+            continue
+        if cutoff is None or best[1] >= cutoff:
+            stale_raw[item["messageId"]] = best
+    layer_stale = [r[0]["factId"] for r in found if r[0]["invalidatedAt"]]
+    wanted = list(dict.fromkeys([*layer_stale, *(r[0]["factId"] for r in stale_raw.values())]))
+    successors = current_successors(project=project, fact_ids=wanted) if wanted else {}
+
+    facts: list[FactRow] = []
+    by_id: dict[str, dict[str, Any]] = {}
+    below: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+
+    def add(row: FactRow) -> None:
+        if row[0]["factId"] not in by_id:
+            facts.append(row)
+            by_id[row[0]["factId"]] = row[0]
+
+    for row in found:
+        fact = row[0]
+        if fact["invalidatedAt"] is None:
+            add(row)
+            continue
+        successor = successors.get(fact["factId"])
+        if successor is not None:
+            add(successor)
+            fact = by_id[successor[0]["factId"]]
+        if include_invalidated:
+            add(row)
+            if successor is not None:
+                below.append((row[0], [fact]))
+    facts = facts[:limit]
+
+    if stale_raw:
+        raw = list(raw)
+        for message_id, row in stale_raw.items():
+            successor = successors.get(row[0]["factId"])
+            if successor is None or message_id in successor[0]["sourceMessageIds"]:
+                continue
+            sources = successor[0]["sourceMessageIds"]
+            present = {item["messageId"]: item for item in raw}
+            missing = [m for m in sources if m not in present]
+            brought = {
+                str(hit.message.id): raw_item(hit)
+                for hit in messages_as_hits(
+                    project=project, dataset=dataset, message_ids=missing,
+                    exclude_thread_id=exclude, message_range=message_range,
+                )
+            } if missing else {}
+            stale_item = present[message_id]
+            # As far up as the weaker of the two signals that the stale statement matched:
+            # its message's place in the raw layer, its replacement's in the fact layer.
+            fact_place = next(
+                (i for i, f in enumerate(facts) if f[0]["factId"] == successor[0]["factId"]),
+                len(facts),
+            )
+            at = max(raw.index(stale_item), fact_place)
+            later = {id(item) for item in raw[at:]}
+            moved = [
+                item
+                for item in (present.get(m) or brought.get(m) for m in sources)
+                if item is not None and (id(item) in later or item["messageId"] in brought)
+            ]
+            raw = [item for item in raw if all(item is not m for m in moved)]
+            at = min(at, len(raw))
+            raw[at:at] = moved
+            over = [present.get(m) or brought.get(m) for m in sources]
+            fact = by_id.get(successor[0]["factId"], successor[0])
+            below.append((stale_item, [*(o for o in over if o is not None), fact]))
+        raw = raw[:limit]
+    return _Superseded(facts=facts, raw=raw, below=below)
 
 
 def _escape(value: str) -> str:
@@ -306,19 +462,17 @@ def recall(
     terms = query_terms(query)
     layers: dict[str, list[dict[str, Any]]] = {"raw": [], "facts": [], "episodes": []}
     entities: list[dict[str, Any]] = []
-    if "facts" in searched:
+    found: list[FactRow] = []
+    if "facts" in searched or "raw" in searched:
+        # Invalidated facts too: what replaced them takes their place (supersede), and
+        # the raw layer needs them to tell a stale message.
         found = fact_search_rows(
             project=project,
             dataset=dataset,
             terms=terms,
             limit=limit,
             include_invalidated=include_invalidated,
-        )
-        entities = fact_entities(found)
-        layers["facts"] = [fact for fact, _, _ in found]
-    if "episodes" in searched:
-        layers["episodes"] = _episode_layer(
-            project=project, dataset=dataset, terms=terms, limit=limit, facts=layers["facts"]
+            stale_limit=limit,
         )
     if "raw" in searched:
         hits = message_search(
@@ -330,7 +484,25 @@ def recall(
             message_range=message_range,
         )
         layers["raw"] = [raw_item(hit) for hit in hits]
-    fuse(layers)
+    settled = supersede(
+        project=project,
+        dataset=dataset,
+        found=found,
+        raw=layers["raw"],
+        limit=limit,
+        include_invalidated=include_invalidated,
+        exclude=exclude,
+        message_range=message_range,
+    )
+    layers["raw"] = settled.raw
+    if "facts" in searched:
+        entities = fact_entities(settled.facts)
+        layers["facts"] = [fact for fact, _, _ in settled.facts]
+    if "episodes" in searched:
+        layers["episodes"] = _episode_layer(
+            project=project, dataset=dataset, terms=terms, limit=limit, facts=layers["facts"]
+        )
+    fuse(layers, settled.below)
     raw, fact_items, episode_items = layers["raw"], layers["facts"], layers["episodes"]
     synthesis: str | None = None
     if "synthesis" in include and (raw or fact_items or episode_items):

@@ -947,3 +947,56 @@ def test_playground_replies_are_not_evidence_but_the_users_words_are(project: Pr
     found = recall(project=project, dataset="user_42", query="swim weekly", include=["raw"])
     assert str(client_reply.id) in _ids(found["raw"])
 
+
+# --- superseded facts (recall.supersede) ----------------------------------------------------
+
+
+@pytest.fixture
+def aged(project: Project) -> dict[str, Any]:
+    first, later, current = _thread(project), _thread(project), _thread(project)
+    (was,) = _say(first, "I'm 31 years old and I love running. I do parkrun every Saturday.")
+    _say(first, "I drive an old Ford Fiesta.")
+    _ended(first)
+    (now,) = _say(later, "I turned 32 last week.")
+    _ended(later)
+    old_fact = Fact.objects.get(thread=first, attribute="age")
+    new_fact = Fact.objects.get(thread=later, attribute="age")
+    assert old_fact.source_message_ids == [str(was.id)]
+    assert new_fact.source_message_ids == [str(now.id)]
+    assert old_fact.invalidated_by_id == new_fact.pk
+    return {"was": str(was.id), "now": str(now.id), "old": str(old_fact.pk),
+            "new": str(new_fact.pk), "current": current}
+
+
+def test_a_message_whose_matching_fact_was_replaced_ranks_below_what_replaced_it(
+    project: Project, aged: dict[str, Any]
+) -> None:
+    found = recall(project=project, dataset="user_42", query="How old is the user?",
+                   thread_id=aged["current"].pk)
+    raw = _ids(found["raw"])
+    # "turned 32" shares no word with the question: it is there for the fact it replaced.
+    assert raw.index(aged["now"]) < raw.index(aged["was"])
+    fact_ids = [f["factId"] for f in found["facts"]]
+    assert aged["new"] in fact_ids and aged["old"] not in fact_ids
+    rank = {i.get("messageId") or i.get("factId"): i["rank"] for i in found["raw"] + found["facts"]}
+    assert rank[aged["was"]] > max(rank[aged["now"]], rank[aged["new"]])
+
+
+def test_asked_for_invalidated_facts_each_follows_what_replaced_it(
+    project: Project, aged: dict[str, Any]
+) -> None:
+    found = recall(project=project, dataset="user_42", query="How old is the user?",
+                   include=["facts"], include_invalidated=True)
+    fact_ids = [f["factId"] for f in found["facts"]]
+    assert fact_ids.index(aged["new"]) < fact_ids.index(aged["old"])
+    assert found["raw"] == []
+
+
+def test_a_message_still_true_in_what_the_query_asks_keeps_its_place(
+    project: Project, aged: dict[str, Any]
+) -> None:
+    # The 31 message is also the source of "loves running", current and the better match.
+    found = recall(project=project, dataset="user_42", query="Does the user love running?",
+                   thread_id=aged["current"].pk)
+    assert _ids(found["raw"])[0] == aged["was"]
+    assert aged["now"] not in _ids(found["raw"])
