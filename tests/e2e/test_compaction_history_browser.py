@@ -50,8 +50,14 @@ def top_level(page: Page) -> list[tuple[str, int]]:
 
 
 def test_the_history_shows_a_diff_and_the_name_a_summary_dropped(
-    owner: Owner, live_url: str, new_page: Any, output_dir: Path, monkeypatch: pytest.MonkeyPatch
+    owner: Owner,
+    live_url: str,
+    new_page: Any,
+    output_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    settings: Any,
 ) -> None:
+    settings.MEMORY_SUMMARY_VERBATIM_TOKENS = 0  # these short folds go to the model
     model = ScriptedSummarizer()
     monkeypatch.setattr(llm, "get_model", lambda: GuardedModel(model))
     model.texts = [
