@@ -227,6 +227,31 @@ def supersede(
       not lift its replacement), and the stale hit ranks below them and below the
       replacing fact. Cut at ``limit``.
     """
+    stale_raw = _stale_raw_hits(found, raw, limit=limit, include_invalidated=include_invalidated)
+    layer_stale = [r[0]["factId"] for r in found if r[0]["invalidatedAt"]]
+    wanted = list(dict.fromkeys([*layer_stale, *(r[0]["factId"] for r in stale_raw.values())]))
+    successors = current_successors(project=project, fact_ids=wanted) if wanted else {}
+    facts, by_id, below = _superseded_facts(
+        found, successors, limit=limit, include_invalidated=include_invalidated
+    )
+    if stale_raw:
+        raw = _superseded_raw(
+            raw,
+            stale_raw,
+            successors,
+            facts=facts,
+            by_id=by_id,
+            below=below,
+            place=dict(project=project, dataset=dataset, exclude=exclude, message_range=message_range),
+        )[:limit]
+    return _Superseded(facts=facts, raw=raw, below=below)
+
+
+def _stale_raw_hits(
+    found: list[FactRow], raw: list[dict[str, Any]], *, limit: int, include_invalidated: bool
+) -> dict[str, FactRow]:
+    """Raw hits (message id -> its best-matching fact) whose best-matching fact drawn
+    from them is invalidated and would have been returned (supersede's "stale")."""
     ranked_facts = [row for row in found if row[0]["invalidatedAt"] is None]
     cutoff = None  # unreturned current facts score at most this
     if not include_invalidated and len(ranked_facts) >= limit:
@@ -242,13 +267,24 @@ def supersede(
             continue
         if cutoff is None or best[1] >= cutoff:
             stale_raw[item["messageId"]] = best
-    layer_stale = [r[0]["factId"] for r in found if r[0]["invalidatedAt"]]
-    wanted = list(dict.fromkeys([*layer_stale, *(r[0]["factId"] for r in stale_raw.values())]))
-    successors = current_successors(project=project, fact_ids=wanted) if wanted else {}
+    return stale_raw
 
+
+_Below = list[tuple[dict[str, Any], list[dict[str, Any]]]]
+
+
+def _superseded_facts(
+    found: list[FactRow],
+    successors: dict[str, FactRow],
+    *,
+    limit: int,
+    include_invalidated: bool,
+) -> tuple[list[FactRow], dict[str, dict[str, Any]], _Below]:
+    """supersede's fact layer: (facts cut at ``limit``, fact id -> fact, what ranks below
+    what)."""
     facts: list[FactRow] = []
     by_id: dict[str, dict[str, Any]] = {}
-    below: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    below: _Below = []
 
     def add(row: FactRow) -> None:
         if row[0]["factId"] not in by_id:
@@ -268,46 +304,58 @@ def supersede(
             add(row)
             if successor is not None:
                 below.append((row[0], [fact]))
-    facts = facts[:limit]
+    return facts[:limit], by_id, below
 
-    if stale_raw:
-        raw = list(raw)
-        for message_id, row in stale_raw.items():
-            successor = successors.get(row[0]["factId"])
-            if successor is None or message_id in successor[0]["sourceMessageIds"]:
-                continue
-            sources = successor[0]["sourceMessageIds"]
-            present = {item["messageId"]: item for item in raw}
-            missing = [m for m in sources if m not in present]
-            brought = {
-                str(hit.message.id): raw_item(hit)
-                for hit in messages_as_hits(
-                    project=project, dataset=dataset, message_ids=missing,
-                    exclude_thread_id=exclude, message_range=message_range,
-                )
-            } if missing else {}
-            stale_item = present[message_id]
-            # As far up as the weaker of the two signals that the stale statement matched:
-            # its message's place in the raw layer, its replacement's in the fact layer.
-            fact_place = next(
-                (i for i, f in enumerate(facts) if f[0]["factId"] == successor[0]["factId"]),
-                len(facts),
+
+def _superseded_raw(
+    raw: list[dict[str, Any]],
+    stale_raw: dict[str, FactRow],
+    successors: dict[str, FactRow],
+    *,
+    facts: list[FactRow],
+    by_id: dict[str, dict[str, Any]],
+    below: _Below,
+    place: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """supersede's raw layer (uncut): each stale hit's replacement sources moved up or
+    brought in (``place``: messages_as_hits' project, dataset, exclude, message_range),
+    the stale hit below them; appends to ``below``."""
+    raw = list(raw)
+    for message_id, row in stale_raw.items():
+        successor = successors.get(row[0]["factId"])
+        if successor is None or message_id in successor[0]["sourceMessageIds"]:
+            continue
+        sources = successor[0]["sourceMessageIds"]
+        present = {item["messageId"]: item for item in raw}
+        missing = [m for m in sources if m not in present]
+        brought = {
+            str(hit.message.id): raw_item(hit)
+            for hit in messages_as_hits(
+                project=place["project"], dataset=place["dataset"], message_ids=missing,
+                exclude_thread_id=place["exclude"], message_range=place["message_range"],
             )
-            at = max(raw.index(stale_item), fact_place)
-            later = {id(item) for item in raw[at:]}
-            moved = [
-                item
-                for item in (present.get(m) or brought.get(m) for m in sources)
-                if item is not None and (id(item) in later or item["messageId"] in brought)
-            ]
-            raw = [item for item in raw if all(item is not m for m in moved)]
-            at = min(at, len(raw))
-            raw[at:at] = moved
-            over = [present.get(m) or brought.get(m) for m in sources]
-            fact = by_id.get(successor[0]["factId"], successor[0])
-            below.append((stale_item, [*(o for o in over if o is not None), fact]))
-        raw = raw[:limit]
-    return _Superseded(facts=facts, raw=raw, below=below)
+        } if missing else {}
+        stale_item = present[message_id]
+        # As far up as the weaker of the two signals that the stale statement matched:
+        # its message's place in the raw layer, its replacement's in the fact layer.
+        fact_place = next(
+            (i for i, f in enumerate(facts) if f[0]["factId"] == successor[0]["factId"]),
+            len(facts),
+        )
+        at = max(raw.index(stale_item), fact_place)
+        later = {id(item) for item in raw[at:]}
+        moved = [
+            item
+            for item in (present.get(m) or brought.get(m) for m in sources)
+            if item is not None and (id(item) in later or item["messageId"] in brought)
+        ]
+        raw = [item for item in raw if all(item is not m for m in moved)]
+        at = min(at, len(raw))
+        raw[at:at] = moved
+        over = [present.get(m) or brought.get(m) for m in sources]
+        fact = by_id.get(successor[0]["factId"], successor[0])
+        below.append((stale_item, [*(o for o in over if o is not None), fact]))
+    return raw
 
 
 def _escape(value: str) -> str:
@@ -416,49 +464,19 @@ def _synthesize(query: str, context: str) -> str | None:
         raise ModelCallFailed(str(exc), kind=exc.kind) from exc
 
 
-def recall(
+def _search_layers(
     *,
     project: Project,
     dataset: str,
     query: str,
-    include: Sequence[str] = INCLUDE_ALL,
-    limit: int = 10,
-    thread_id: uuid.UUID | str | None = None,
-    message_range: tuple[int, int] | None = None,
-    include_invalidated: bool = False,
-) -> dict[str, Any]:
-    """Recall long-term memory for ``query`` in ``dataset`` (DESIGN.md section 5, POST /recall).
-
-    ``include`` is any of ``episodes``, ``facts``, ``synthesis``, ``raw`` (synthesis is
-    written from the included layers' items; ``["synthesis"]`` alone searches episodes,
-    facts and raw for it and returns only the synthesis and its context); ``limit``
-    (1..50) caps each list; ``thread_id`` is the caller's current thread, whose messages
-    are left out of ``raw``; ``message_range`` ``(before, after)`` is the neighbours each
-    raw hit carries (None: the reply after a question, memoryapp.message_search);
-    ``include_invalidated`` adds facts a newer one replaced (``invalidatedAt`` set).
-
-    Returns ``{"episodes": [...], "facts": [...], "entities": [...], "raw": [...],
-    "synthesis": str | None, "context": str, "hasContext": bool}``: facts in the fact
-    resource's shape (serializers.fact_to_dict), episodes in the episode resource's plus
-    ``quotedMessageIds`` (memoryapp.layer_search), raw items as raw_item makes them; each
-    list in ``rank`` order, every item with ``rank`` and ``score`` over all layers (fuse:
-    the best item's score is 1.0, the others' relative to it); ``entities``
-    the entity resources of the facts;
-    ``context`` the block build_context makes (``""`` when nothing was found).
-    Only ``project``'s ``dataset`` is ever read.
-
-    Raises ModelCallFailed when synthesis was asked for and its model call failed;
-    ValueError for a malformed ``thread_id``.
-    """
-    # Synthesis alone: it is written from the other layers' items, so search those (the
-    # default layers) for it and return the synthesis without the lists.
-    searched = set(include)
-    if searched == {"synthesis"}:
-        searched |= {"episodes", "facts", "raw"}
-    exclude = None
-    if thread_id is not None:
-        exclude = thread_id if isinstance(thread_id, uuid.UUID) else uuid.UUID(str(thread_id))
-    limit = max(1, min(int(limit), LIMIT_MAX))
+    searched: set[str],
+    limit: int,
+    exclude: uuid.UUID | None,
+    message_range: tuple[int, int] | None,
+    include_invalidated: bool,
+) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
+    """recall's search of the ``searched`` layers, superseded and fused: (``{"raw",
+    "facts", "episodes"}`` lists in rank order, the facts' entities)."""
     terms = query_terms(query)
     layers: dict[str, list[dict[str, Any]]] = {"raw": [], "facts": [], "episodes": []}
     entities: list[dict[str, Any]] = []
@@ -503,6 +521,62 @@ def recall(
             project=project, dataset=dataset, terms=terms, limit=limit, facts=layers["facts"]
         )
     fuse(layers, settled.below)
+    return layers, entities
+
+
+def recall(
+    *,
+    project: Project,
+    dataset: str,
+    query: str,
+    include: Sequence[str] = INCLUDE_ALL,
+    limit: int = 10,
+    thread_id: uuid.UUID | str | None = None,
+    message_range: tuple[int, int] | None = None,
+    include_invalidated: bool = False,
+) -> dict[str, Any]:
+    """Recall long-term memory for ``query`` in ``dataset`` (DESIGN.md section 5, POST /recall).
+
+    ``include`` is any of ``episodes``, ``facts``, ``synthesis``, ``raw`` (synthesis is
+    written from the included layers' items; ``["synthesis"]`` alone searches episodes,
+    facts and raw for it and returns only the synthesis and its context); ``limit``
+    (1..50) caps each list; ``thread_id`` is the caller's current thread, whose messages
+    are left out of ``raw``; ``message_range`` ``(before, after)`` is the neighbours each
+    raw hit carries (None: the reply after a question, memoryapp.message_search);
+    ``include_invalidated`` adds facts a newer one replaced (``invalidatedAt`` set).
+
+    Returns ``{"episodes": [...], "facts": [...], "entities": [...], "raw": [...],
+    "synthesis": str | None, "context": str, "hasContext": bool}``: facts in the fact
+    resource's shape (serializers.fact_to_dict), episodes in the episode resource's plus
+    ``quotedMessageIds`` (memoryapp.layer_search), raw items as raw_item makes them; each
+    list in ``rank`` order, every item with ``rank`` and ``score`` over all layers (fuse:
+    the best item's score is 1.0, the others' relative to it); ``entities``
+    the entity resources of the facts;
+    ``context`` the block build_context makes (``""`` when nothing was found).
+    Only ``project``'s ``dataset`` is ever read.
+
+    Raises ModelCallFailed when synthesis was asked for and its model call failed;
+    ValueError for a malformed ``thread_id``.
+    """
+    # Synthesis alone: it is written from the other layers' items, so search those (the
+    # default layers) for it and return the synthesis without the lists.
+    searched = set(include)
+    if searched == {"synthesis"}:
+        searched |= {"episodes", "facts", "raw"}
+    exclude = None
+    if thread_id is not None:
+        exclude = thread_id if isinstance(thread_id, uuid.UUID) else uuid.UUID(str(thread_id))
+    limit = max(1, min(int(limit), LIMIT_MAX))
+    layers, entities = _search_layers(
+        project=project,
+        dataset=dataset,
+        query=query,
+        searched=searched,
+        limit=limit,
+        exclude=exclude,
+        message_range=message_range,
+        include_invalidated=include_invalidated,
+    )
     raw, fact_items, episode_items = layers["raw"], layers["facts"], layers["episodes"]
     synthesis: str | None = None
     if "synthesis" in include and (raw or fact_items or episode_items):

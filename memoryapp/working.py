@@ -310,6 +310,44 @@ def _check_not_before_last(
         )
 
 
+def _appended_message(
+    thread_pk: uuid.UUID,
+    *,
+    role: str,
+    content: str,
+    tokens: dict[str, int] | None,
+    model: str | None,
+    latency_ms: int | None,
+    metadata: dict[str, Any] | None,
+    idempotency_key: str | None,
+    created_at: datetime,
+) -> Message:
+    """The unsaved Message row message_append inserts (its sequence number is taken under
+    the lock); ``tokens`` as message_append takes them."""
+    return _new_message(
+        {
+            "id": uuid.uuid4(),
+            "thread_id": thread_pk,
+            "sequence_number": None,  # taken under the lock
+            "role": role,
+            "content": content,
+            "tokens_input": tokens["input"] if tokens else None,
+            "tokens_output": tokens["output"] if tokens else None,
+            "tokens_total": tokens["total"] if tokens else None,
+            "model": model,
+            "latency_ms": latency_ms,
+            "metadata": metadata or None,
+            "is_summary": False,
+            "covers_from_sequence": None,
+            "covers_to_sequence": None,
+            "compacted_at": None,
+            "idempotency_key": idempotency_key,
+            "triggered_compaction": False,
+            "created_at": created_at,
+        }
+    )
+
+
 def message_append(
     *,
     thread: Thread | str | uuid.UUID,
@@ -330,11 +368,10 @@ def message_append(
     message to the counters and token totals, then the INSERT. The UPDATE holds the row
     lock (on SQLite the IMMEDIATE transaction's write lock) until commit, so concurrent
     writers queue and numbers are 1..N with no gaps (DESIGN.md section 6 item 1). On
-    SQLite the transaction and its statements run on the sqlite3 connection itself, past
-    Django's atomic block and cursor, unless the caller is inside a transaction
-    (sql.append_transaction). With
-    ``idempotency_key`` one more statement, under that lock, looks the key up; a replay
-    rolls the bump back and returns the first row with ``replayed`` True.
+    SQLite the transaction runs on the sqlite3 connection itself, past Django's atomic
+    block and cursor, unless the caller is in a transaction (sql.append_transaction).
+    With ``idempotency_key`` one more statement, under that lock, looks the key up; a
+    replay rolls the bump back and returns the first row with ``replayed`` True.
 
     When the insert brings the un-compacted, non-summary count to the thread's
     autoCompactThreshold, the result's ``compaction_due`` is True: the caller then runs
@@ -355,27 +392,10 @@ def message_append(
     """
     pk = thread.pk if isinstance(thread, Thread) else thread_pk(thread)
     now = timezone.now()
-    message = _new_message(
-        {
-            "id": uuid.uuid4(),
-            "thread_id": pk,
-            "sequence_number": None,  # taken under the lock
-            "role": role,
-            "content": content,
-            "tokens_input": tokens["input"] if tokens else None,
-            "tokens_output": tokens["output"] if tokens else None,
-            "tokens_total": tokens["total"] if tokens else None,
-            "model": model,
-            "latency_ms": latency_ms,
-            "metadata": metadata or None,
-            "is_summary": False,
-            "covers_from_sequence": None,
-            "covers_to_sequence": None,
-            "compacted_at": None,
-            "idempotency_key": idempotency_key,
-            "triggered_compaction": False,
-            "created_at": now if created_at is None else created_at,
-        }
+    message = _appended_message(
+        pk, role=role, content=content, tokens=tokens, model=model, latency_ms=latency_ms,
+        metadata=metadata, idempotency_key=idempotency_key,
+        created_at=now if created_at is None else created_at,
     )
     params = sql.message_params(message)
     bump = sql.bump_of(
