@@ -64,6 +64,71 @@ def test_it_finds_attribute_facts_in_general_first_person_statements(
     assert _facts(content)[0] == expected
 
 
+@pytest.mark.parametrize(
+    ("content", "expected", "entity"),
+    [
+        ("My sister is José.", ("user", "sister", "José", False), ("José", "person")),
+        ("My dog is called Łatka.", ("user", "dog", "Łatka", False), ("Łatka", "animal")),
+        ("Zoë is my best friend.", ("user", "friend", "Zoë", False), ("Zoë", "person")),
+        ("I work at Ørsted.", ("user", "works at", "Ørsted", True), ("Ørsted", "organisation")),
+        (
+            "My brother Seán O'Brien lives in Cork.",
+            ("user", "brother", "Seán O'Brien", False),
+            ("Seán O'Brien", "person"),
+        ),
+        ("My cousin Jean-Luc is a chef.", ("user", "cousin", "Jean-Luc", False), ("Jean-Luc", "person")),
+        ("My wife Ólöf teaches maths.", ("user", "wife", "Ólöf", True), ("Ólöf", "person")),
+        ("I'm married to Ærin.", ("user", "spouse", "Ærin", True), ("Ærin", "person")),
+        ("My name is Ðorđe.", ("user", "name", "Ðorđe", True), None),
+    ],
+)
+def test_it_reads_names_with_letters_beyond_ascii_apostrophes_and_hyphens(
+    content: str, expected: tuple[str, str, str, bool], entity: tuple[str, str] | None
+) -> None:
+    episode = extract_episode([_m(1, content)])
+    fact = episode.facts[0]
+    assert (fact.subject, fact.attribute, fact.value, fact.single_valued) == expected
+    if entity is not None:
+        assert entity in [(e.name, e.kind) for e in episode.entities]
+
+
+def test_a_value_is_never_a_lower_case_word_taken_for_a_name() -> None:
+    """The dog is not named "called", the sister not "happy"."""
+    assert _facts("My dog is called rex.", "My sister is happy about the news.") == [
+        ("user", "", "", False),
+        ("user", "", "", False),
+    ]
+
+
+def test_it_reads_a_speaker_label_in_any_script() -> None:
+    assert speaker_of(_m(1, "Łukasz Żak: I drive a Škoda Octavia.")) == (
+        "Łukasz Żak",
+        "I drive a Škoda Octavia.",
+    )
+    (fact,) = extract_episode([_m(1, "Ørjan: I live in Tromsø.")]).facts
+    assert (fact.subject, fact.attribute, fact.value) == ("Ørjan", "lives in", "Tromsø")
+
+
+@pytest.mark.parametrize(
+    ("content", "value"),
+    [
+        ("I work as a nurse at St Mary's Hospital in Leeds.", "nurse at St Mary's Hospital in Leeds"),
+        (
+            "I work as a senior software engineer at a small robotics company in Turin.",
+            "senior software engineer at a small robotics company in Turin",
+        ),
+        # Over the cap: cut before the last phrase starting within it, no dangling "in".
+        (
+            "I live in a tiny flat above the bakery on the corner of Mill Lane in Ely.",
+            "tiny flat above the bakery on the corner",
+        ),
+        ("I drive a Volkswagen Golf, it is blue.", "Volkswagen Golf"),
+    ],
+)
+def test_a_value_ends_at_a_phrase_boundary_not_mid_phrase(content: str, value: str) -> None:
+    assert _facts(content)[0][2] == value
+
+
 def test_it_keeps_other_first_person_statements_without_an_attribute() -> None:
     assert _facts("I finished my first marathon in Boston.") == [("user", "", "", False)]
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -52,8 +53,39 @@ SUMMARY_LINES = 12
 MIN_FACT_WORDS = 3
 MAX_FACT_CHARS = 500
 USER = "user"
+#: Words in a pattern's value at most ("nurse at St Mary's Hospital in Leeds" is 7); a
+#: longer one is cut before its last phrase that starts within the cap (clean_value).
+MAX_VALUE_WORDS = 10
 
-_LABEL = re.compile(r"^\s*(?P<name>[A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2})\s?:\s+(?=\S)")
+
+def _char_class(test: Callable[[str], bool]) -> str:
+    """The body of a regex character class holding the Basic Multilingual Plane's
+    characters for which ``test`` holds, as ranges (Python's ``re`` has no ``\\p{Lu}``).
+    The scripts names are written in with letter case (Latin, Greek, Cyrillic, Armenian,
+    Georgian, ...) are all in that plane; enumerating it takes a fraction of the time of
+    all of Unicode at import."""
+    ranges: list[tuple[int, int]] = []
+    for point in range(0x10000):
+        if test(chr(point)):
+            if ranges and ranges[-1][1] == point - 1:
+                ranges[-1] = (ranges[-1][0], point)
+            else:
+                ranges.append((point, point))
+    return "".join(
+        f"\\u{a:04x}" if a == b else f"\\u{a:04x}-\\u{b:04x}" for a, b in ranges
+    )
+
+
+#: An upper-case (or title-case) letter of any script: "J", "Ł", "Ø", "É", "Ж".
+_UPPER = f"[{_char_class(lambda c: c.isupper() or c.istitle())}]"
+#: One capitalised word of a name: José, Łatka, Zoë, Ørsted, O'Brien, Jean-Luc, McKay;
+#: an apostrophe or hyphen only between letters, and a final "'s" is not part of it.
+#: Case-sensitive even inside a pattern compiled with IGNORECASE.
+_NAME_WORD = rf"(?-i:{_UPPER}(?:[^\W\d_]|['-](?!s\b)(?=[^\W\d_]))+)"
+
+_LABEL = re.compile(
+    rf"^\s*(?P<name>{_UPPER}[\w'.-]*(?: {_UPPER}[\w'.-]*){{0,2}})\s?:\s+(?=\S)"
+)
 # Labels that open a note rather than name a speaker.
 _NOT_SPEAKERS = frozenset(
     _words(
@@ -89,8 +121,10 @@ _NOT_NAMES = frozenset(
     )
     + [m.lower() for m in _MONTH_NAMES + _WEEKDAYS]
 )
-_NAME = r"[A-Z][a-z'-]+(?: [A-Z][a-z'-]+)?"
-_NAMES = re.compile(r"\b[A-Z][\w'-]*(?:\s+(?:of |the |de |van |von )?[A-Z][\w'-]*)*")
+_NAME = rf"{_NAME_WORD}(?: {_NAME_WORD})?"
+_NAMES = re.compile(
+    rf"\b{_UPPER}[\w'-]*(?:\s+(?:of |the |de |van |von )?{_UPPER}[\w'-]*)*"
+)
 _ORGANISATION = re.compile(
     r"\b(?:University|College|School|Academy|Institute|Inc|Corp|Ltd|LLC|Company|Bank|"
     r"Hospital|Clinic|Club|Church|Center|Centre|Agency|Foundation|Group|Studio|Labs?)\b"
@@ -274,16 +308,39 @@ _NO_OBJECT = re.compile(
 )
 
 
+# Words that start a phrase inside a value ("at", "in"): a value cut at the cap ends
+# before the last of them, and never with one of them or an article.
+_PHRASE_START = frozenset(
+    _words(
+        "a an the at in on of to for from by near with into about over under after before "
+        "between called named and or my our your his her their its this that"
+    )
+)
+
+
+def _within_cap(words: list[str]) -> list[str]:
+    """``words`` cut to MAX_VALUE_WORDS at a phrase boundary, no dangling preposition,
+    conjunction or article at the end ("nurse at St Mary's Hospital in")."""
+    if len(words) > MAX_VALUE_WORDS:
+        words = words[:MAX_VALUE_WORDS]
+        starts = [i for i, w in enumerate(words) if i and w.lower() in _PHRASE_START]
+        if starts:
+            words = words[: starts[-1]]
+    while words and words[-1].lower() in _PHRASE_START:
+        words = words[:-1]
+    return words
+
+
 def clean_value(raw: str) -> str:
-    """A pattern's value phrase, trimmed: cut at the next clause or time adverb, leading
-    articles dropped, at most 6 words; "" when nothing definite is left."""
+    """A pattern's value phrase, trimmed: cut at the next clause or time adverb (a
+    sentence's punctuation already ended it), leading articles dropped, at most
+    MAX_VALUE_WORDS words ending at a phrase boundary; "" when nothing definite is left."""
     value = _VALUE_END.sub("", raw.strip())
     if _NO_OBJECT.match(value):
         return ""
     for _ in range(3):
         value = _LEADING.sub("", value)
-    words = value.split()[:6]
-    value = " ".join(words).strip(" '\"()")
+    value = " ".join(_within_cap(value.split())).strip(" '\"()")
     if not value or value.lower() in _VAGUE_VALUES or _NO_OBJECT.match(value):
         return ""
     return value
@@ -548,7 +605,10 @@ def facts_in(message: TranscriptMessage) -> list[_Found]:
         if value and kind:
             entities.append((value, kind))
         entities.extend((n, k) for n, k, _ in names if n.casefold() != value.casefold())
-        tentative = {n.casefold() for n, _, opens in names if opens}
+        # A pattern's value is a name by its place ("Mara is my sister"), not by its case.
+        tentative = {
+            n.casefold() for n, _, opens in names if opens and n.casefold() != value.casefold()
+        }
         text = resolve_dates(third_person(clause, speaker), message.created_at)
         found.append(
             _Found(
