@@ -180,6 +180,60 @@ def test_it_rewrites_a_clause_in_the_third_person(clause: str, speaker: str, exp
     assert third_person(clause, speaker) == expected
 
 
+@pytest.mark.parametrize(
+    ("clause", "expected"),
+    [
+        ("I'm a baker", "the user is a baker"),
+        ("I'm not sure", "the user is not sure"),
+        ("I've got a bike", "the user has got a bike"),
+        ("I've never flown", "the user has never flown"),
+        ("I'd like a tea", "the user would like a tea"),
+        ("I'd love to go", "the user would love to go"),
+        ("I'd been there twice", "the user had been there twice"),
+        ("I'd already left", "the user had already left"),
+        ("I'd started a blog", "the user had started a blog"),
+        ("I'll be late", "the user will be late"),
+        ("I don't like olives", "the user doesn't like olives"),
+        ("I do not like olives", "the user does not like olives"),
+        ("I really don't like olives", "the user really doesn't like olives"),
+        ("I didn't go", "the user didn't go"),
+        ("I can't swim", "the user can't swim"),
+        ("I cannot swim", "the user cannot swim"),
+        ("I won't go", "the user won't go"),
+        ("I haven't decided", "the user hasn't decided"),
+        ("I hadn't heard", "the user hadn't heard"),
+        ("I wasn't home", "the user wasn't home"),
+        ("I couldn't sleep", "the user couldn't sleep"),
+        ("I wouldn't know", "the user wouldn't know"),
+        ("I shouldn't eat that", "the user shouldn't eat that"),
+        ("I mustn't forget", "the user mustn't forget"),
+        ("I ain't leaving", "the user isn't leaving"),
+        ("I am not ready", "the user is not ready"),
+        ("I have a cat", "the user has a cat"),
+        # As chat types them: lower-case "i", no apostrophe, a typographic apostrophe.
+        ("i don't know", "the user doesn't know"),
+        ("i'm in", "the user is in"),
+        ("I dont eat meat", "the user doesn't eat meat"),
+        ("I cant wait", "the user can't wait"),
+        ("I didnt know", "the user didn't know"),
+        ("I wont stay", "the user won't stay"),
+        ("I havent been", "the user hasn't been"),
+        ("Im tired", "the user is tired"),
+        ("Ive moved", "the user has moved"),
+        ("I\u2019m happy", "the user is happy"),
+        ("I don\u2019t mind", "the user doesn't mind"),
+        ("I quit my job", "the user quit the user's job"),
+        ("I think I'm right and I'll say so", "the user thinks the user is right and the user will say so"),
+    ],
+)
+def test_it_rewrites_every_contraction_of_i_in_the_third_person(clause: str, expected: str) -> None:
+    rewritten = expected[:1].upper() + expected[1:] + "."
+    assert third_person(clause, "user") == rewritten
+    assert third_person(clause, "Ana") == rewritten.replace("The user", "Ana").replace(
+        "the user", "Ana"
+    )
+
+
 def test_it_resolves_relative_dates_against_the_message_time() -> None:
     text = "Yesterday I ran; last Friday I swam; 2 weeks ago I rode; last year I flew; next month"
     assert resolve_dates(text, WHEN) == (

@@ -395,7 +395,59 @@ _ADVERBS = (
     "even|finally|recently|totally|absolutely|definitely|mostly|already|only|truly|"
     "probably|certainly|generally|seriously|honestly|literally|kinda|sort of|kind of"
 )
-_I_VERB = re.compile(rf"\bI (?P<adv>(?:(?:{_ADVERBS}) )*)(?P<verb>[a-z]+)\b")
+# The speaker's "I" (or chat's "i"), with its contraction ("I'm", "I've", "I'd", "I'll", and
+# "Im"/"Ive" typed without the apostrophe), the adverbs after it and the next word.
+_I_SUBJECT = re.compile(
+    r"(?<![\w'.-])(?:I|i)(?:'(?P<clitic>m|ve|d|ll)|(?P<bare>m|ve)(?= ))?(?![\w'-]|\.\w)"
+    rf"(?P<adv>(?: (?:{_ADVERBS}))*)(?: (?P<verb>[a-z]+(?:'[a-z]+)?)\b(?!'))?"
+)
+_CLITICS = {"m": "is", "ve": "has", "ll": "will"}
+# "I'd" is "I had" before these and a regular past participle ("I'd started"), else "I
+# would" ("I'd like").
+_HAD_BEFORE = frozenset(
+    _words(
+        "been better had gotten got done gone seen taken eaten given known written driven "
+        "flown grown shown spoken broken chosen forgotten fallen left lost met made found "
+        "heard kept told sold bought brought thought felt"
+    )
+)
+# Negated auxiliaries: the third person's form; "dont" and the like as typed without the
+# apostrophe get it back.
+_NEGATIVES = {"do": "doesn't", "have": "hasn't", "ai": "isn't", "am": "isn't"}
+_NEGATABLE = frozenset(
+    _words("do have ai am can ca wo did was could would should had must need might dare")
+)
+
+
+def _negative(verb: str) -> str | None:
+    """The third person of a negated auxiliary ("don't" -> "doesn't", "cant" ->
+    "can't"), or None when ``verb`` is not one."""
+    match = re.fullmatch(r"(?P<aux>[a-z]+?)(?:n't|nt)", verb)
+    if match is None or match.group("aux") not in _NEGATABLE:
+        return None
+    aux = match.group("aux")
+    return _NEGATIVES.get(aux, f"{aux}n't")
+
+
+def _i_rewritten(match: re.Match[str], name: str) -> str:
+    """One "I ..." of a clause in the third person (third_person)."""
+    clitic = match.group("clitic") or match.group("bare")
+    adverbs, verb = match.group("adv"), match.group("verb")
+    if clitic == "d":
+        had = verb is not None and (
+            verb in _HAD_BEFORE or (verb.endswith("ed") and verb not in _BASE_ED)
+        )
+        clitic_word = "had" if had else "would"
+    else:
+        clitic_word = _CLITICS.get(clitic or "", "")
+    if clitic_word:
+        rest = f" {verb}" if verb else ""
+        return f"{name} {clitic_word}{adverbs}{rest}"
+    if verb is None:
+        return f"{name}{adverbs}"
+    return f"{name}{adverbs} {_negative(verb) or _third_person_verb(verb)}"
+
+
 _IRREGULAR_PRESENT = {"am": "is", "have": "has", "do": "does", "go": "goes", "was": "was"}
 _NO_AGREEMENT = frozenset(
     _words(
@@ -404,7 +456,7 @@ _NO_AGREEMENT = frozenset(
         "sent sold spent stood taught understood wore won wrote ate began bought brought "
         "built caught chose drew drove fell flew forgot grew heard held kept led lent let "
         "meant read rode rang sang sat slept spoke swam threw tried used started became "
-        "been"
+        "been quit cut set hit shut hurt cost bet split spread cannot"
     )
 )
 
@@ -430,14 +482,7 @@ def third_person(clause: str, speaker: str) -> str:
     """``clause`` with the speaker's first person rewritten: "I love my dog" by Mara ->
     "Mara loves Mara's dog"; ``user`` reads "the user"."""
     name = "the user" if speaker == USER else speaker
-    text = re.sub(r"\bI'm\b", f"{name} is", clause)
-    text = re.sub(r"\bI've\b", f"{name} has", text)
-    text = re.sub(r"\bI'd\b", f"{name} would", text)
-    text = re.sub(r"\bI'll\b", f"{name} will", text)
-    text = _I_VERB.sub(
-        lambda m: f"{name} {m.group('adv')}{_third_person_verb(m.group('verb'))}", text
-    )
-    text = re.sub(r"\bI\b", name, text)
+    text = _I_SUBJECT.sub(lambda m: _i_rewritten(m, name), clause.replace("\u2019", "'"))
     text = re.sub(r"\b(?:my|mine)\b", f"{name}'s", text, flags=re.IGNORECASE)
     text = re.sub(r"\b(?:me|myself)\b", name, text, flags=re.IGNORECASE)
     # "we" has no single subject; it keeps the speaker in the sentence.
