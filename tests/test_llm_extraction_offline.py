@@ -234,6 +234,66 @@ def test_it_rewrites_every_contraction_of_i_in_the_third_person(clause: str, exp
     )
 
 
+def _texts(*contents: str) -> list[str]:
+    return [f.text for f in extract_episode([_m(i + 1, c) for i, c in enumerate(contents)]).facts]
+
+
+@pytest.mark.parametrize(
+    ("contents", "expected"),
+    [
+        # The previous sentence names one thing or one person: the pronoun is it.
+        (("My favourite snack is popcorn, I make it on Sundays.",), "The user makes popcorn on Sundays."),
+        (("My neighbour Tomasz is a carpenter. I help him on weekends.",), "The user helps Tomasz on weekends."),
+        (("My aunt Ingrid lives in Graz, I call her every week.",), "The user calls Ingrid every week."),
+        (("My cousin Dara lives in Cork, I borrowed her bike.",), "The user borrowed Dara's bike."),
+        # ... or the previous message does.
+        (("My brother Kofi is a pilot.", "I miss him a lot."), "The user misses Kofi a lot."),
+        # "we" with one known person before it.
+        (
+            ("My husband Rui is Portuguese.", "We met in Lisbon in 2015."),
+            "The user and Rui met in Lisbon in 2015.",
+        ),
+    ],
+)
+def test_a_pronoun_pointing_back_takes_the_one_name_the_previous_sentence_offers(
+    contents: tuple[str, ...], expected: str
+) -> None:
+    assert _texts(*contents)[-1] == expected
+
+
+@pytest.mark.parametrize(
+    "contents",
+    [
+        ("That film was long.", "I watched it twice."),  # nothing named before
+        ("Ada and Brigid came over.", "I cooked for her."),  # two people: which one?
+        ("I bought a Kindle and a Kobo.", "I use it daily."),  # two things
+        ("The weather was awful.", "I stayed with them."),
+        ("Nice to meet you.", "We will be flatmates."),  # "we" only described, others unknown
+        ("Sounds good.", "We're so close."),
+    ],
+)
+def test_a_fact_whose_pronoun_has_no_single_referent_is_dropped(contents: tuple[str, ...]) -> None:
+    episode = extract_episode([_m(i + 1, c) for i, c in enumerate(contents)])
+    assert [f.text for f in episode.facts if f.source_sequences == (len(contents),)] == []
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        # The referent is in the clause itself, or "it" refers to nothing.
+        ("I baked a cake and burnt it.", "The user baked a cake and burnt it."),
+        ("I called my dad and told him the news.", "The user called the user's dad and told him the news."),
+        ("I made it to the final round.", "The user made it to the final round."),
+        ("I think it's going to rain.", "The user thinks it's going to rain."),
+        # "we" doing something stays "the user and others".
+        ("We adopted two goats.", "The user and others adopted two goats."),
+        ("We're moving to Tallinn in May.", "The user and others are moving to Tallinn in May."),
+    ],
+)
+def test_a_fact_keeps_a_pronoun_that_needs_nothing_outside_it(content: str, expected: str) -> None:
+    assert _texts(content) == [expected]
+
+
 def test_it_resolves_relative_dates_against_the_message_time() -> None:
     text = "Yesterday I ran; last Friday I swam; 2 weeks ago I rode; last year I flew; next month"
     assert resolve_dates(text, WHEN) == (

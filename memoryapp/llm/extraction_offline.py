@@ -478,19 +478,21 @@ def _third_person_verb(verb: str) -> str:
     return verb + "s"
 
 
-def third_person(clause: str, speaker: str) -> str:
+def third_person(clause: str, speaker: str, others: str = "others") -> str:
     """``clause`` with the speaker's first person rewritten: "I love my dog" by Mara ->
-    "Mara loves Mara's dog"; ``user`` reads "the user"."""
+    "Mara loves Mara's dog"; ``user`` reads "the user"; "we" is the speaker "and
+    others" (or whom ``others`` names)."""
     name = "the user" if speaker == USER else speaker
     text = _I_SUBJECT.sub(lambda m: _i_rewritten(m, name), clause.replace("\u2019", "'"))
     text = re.sub(r"\b(?:my|mine)\b", f"{name}'s", text, flags=re.IGNORECASE)
     text = re.sub(r"\b(?:me|myself)\b", name, text, flags=re.IGNORECASE)
     # "we" has no single subject; it keeps the speaker in the sentence.
-    text = re.sub(r"\bwe're\b", f"{name} and others are", text, flags=re.IGNORECASE)
-    text = re.sub(r"\bwe've\b", f"{name} and others have", text, flags=re.IGNORECASE)
-    text = re.sub(r"\bwe'll\b", f"{name} and others will", text, flags=re.IGNORECASE)
-    text = re.sub(r"\bwe'd\b", f"{name} and others would", text, flags=re.IGNORECASE)
-    text = re.sub(r"\b(?:we|us)\b", f"{name} and others", text, flags=re.IGNORECASE)
+    group = f"{name} and {others}"
+    text = re.sub(r"\bwe're\b", f"{group} are", text, flags=re.IGNORECASE)
+    text = re.sub(r"\bwe've\b", f"{group} have", text, flags=re.IGNORECASE)
+    text = re.sub(r"\bwe'll\b", f"{group} will", text, flags=re.IGNORECASE)
+    text = re.sub(r"\bwe'd\b", f"{group} would", text, flags=re.IGNORECASE)
+    text = re.sub(r"\b(?:we|us)\b", group, text, flags=re.IGNORECASE)
     text = re.sub(r"\bour\b", f"{name}'s", text, flags=re.IGNORECASE)
     text = text.strip()
     if text and not text.endswith((".", "!", "?")):
@@ -635,15 +637,173 @@ def _weight(clause: str, attribute: str, names: list[tuple[str, str, bool]]) -> 
     return weight + len(_WORD.findall(clause)) / 100
 
 
-def facts_in(message: TranscriptMessage) -> list[_Found]:
-    """The facts one message states (see the module docstring)."""
+# --- references to an earlier sentence ---------------------------------------------------
+
+_PRONOUN = re.compile(r"\b(?:he|him|his|she|her|hers|it|they|them|their|theirs)\b", re.IGNORECASE)
+_PERSON_PRONOUNS = frozenset(_words("he him his she her hers"))
+_GROUP_PRONOUNS = frozenset(_words("they them their theirs"))
+_POSSESSIVE = frozenset(_words("his hers their theirs"))
+# "it" that refers to nothing ("it's late", "it rained", "I made it", "take it easy").
+_DUMMY_IT_AFTER = re.compile(
+    r"^(?:'s|'ll|'d|\s+(?:is|was|will|would|seems?|looks?|feels?|sounds?|has|had|gets?|got|"
+    r"turns?|depends?|rains?|rained|snows?|snowed|doesn't|didn't|isn't|wasn't|here|there|"
+    r"easy|out|up|off|all|through|together|in|for|anymore)\b)",
+    re.IGNORECASE,
+)
+_DUMMY_IT_BEFORE = re.compile(r"\b(?:make|makes|made|making)\s+$", re.IGNORECASE)
+_DUMMY_IT_MADE = re.compile(r"^\s+(?:to|through|back|home|big|work)\b", re.IGNORECASE)
+# A noun phrase before the pronoun in its own clause: its referent is there ("I did a
+# course and loved it", "I called my mom and told her").
+_PHRASE_BEFORE = re.compile(
+    rf"\b(?:a|an|the|this|that|these|those|my|our|your|some|another|\d+)\s+\w"
+    rf"|(?-i:\s(?!I\b|I'){_UPPER})",
+    re.IGNORECASE,
+)
+# Words after "her" that make it an object ("I visit her once a month"), not a possessive.
+_AFTER_OBJECT = frozenset(
+    _words(
+        "a an the to and or but at with for on in out up down back again once twice every "
+        "about from off over too as so about some this that yesterday today tonight tomorrow "
+        "last next when if because"
+    )
+)
+# "we" described as a group ("we'll be neighbours", "we're close"): nothing about the
+# speaker unless the others are known. A gerund or a place after it is an action.
+_WE_DESCRIBED = re.compile(
+    r"\bwe(?:'re| are| were|'ll be| will be|'d be| would be|'ve been| have been| had been)"
+    r"(?:\s+(?:so|very|really|all|both|still|now|just|also|finally|such|good|best|great|close|old))*"
+    r"\s+(?P<next>[a-z]+)\b",
+    re.IGNORECASE,
+)
+_WE = re.compile(r"\b(?:we|us|our|we're|we've|we'll|we'd)\b", re.IGNORECASE)
+_NOT_DESCRIPTION = frozenset(
+    _words("at in on to from with near by for going off out back home there here away over")
+)
+
+
+@dataclass(frozen=True)
+class _Referents:
+    """Who and what a sentence names: ``persons`` (relation values, people a pattern
+    names), ``things`` (other values, products, organisations) and ``unknown`` (other
+    capitalised names: a person or a thing)."""
+
+    persons: tuple[str, ...]
+    things: tuple[str, ...]
+    unknown: tuple[str, ...]
+
+    @classmethod
+    def of(cls, sentence: str, speaker: str) -> _Referents:
+        persons: list[str] = []
+        things: list[str] = []
+        attribute = _attribute(sentence)
+        if attribute is not None:
+            _, value, _, kind = attribute
+            if kind in ("person", "animal"):
+                persons.append(value)
+            elif kind != "place":
+                things.append(value)
+        unknown: list[str] = []
+        taken = {n.casefold() for n in persons + things} | {speaker.casefold()}
+        for name, kind, _ in names_in(sentence):
+            if name.casefold() in taken:
+                continue
+            taken.add(name.casefold())
+            if kind in ("organisation", "product"):
+                things.append(name)
+            elif kind == "thing":
+                unknown.append(name)
+        return cls(tuple(persons), tuple(things), tuple(unknown))
+
+    def referent(self, pronoun: str) -> str | None:
+        """The one name ``pronoun`` can stand for here, or None (none or several)."""
+        if pronoun in _PERSON_PRONOUNS:
+            candidates = self.persons or self.unknown
+        elif pronoun in _GROUP_PRONOUNS:
+            candidates = self.persons + self.things + self.unknown
+        else:  # a capitalised name may be a thing as well as any value
+            candidates = self.things + self.unknown
+        return candidates[0] if len(candidates) == 1 else None
+
+    def partner(self) -> str | None:
+        """The one other person "we" can mean here (a name a pattern says is a person),
+        or None: an unknown name may be a pet or a place."""
+        return self.persons[0] if len(self.persons) == 1 else None
+
+
+def _outward(clause: str, match: re.Match[str]) -> bool:
+    """Whether the pronoun ``match`` needs a referent outside its clause: not a dummy
+    "it", and no noun phrase before it in the clause."""
+    before, after = clause[: match.start()], clause[match.end() :]
+    if match.group(0).lower() == "it" and (
+        not before.strip()
+        or _DUMMY_IT_AFTER.match(after)
+        or (_DUMMY_IT_BEFORE.search(before) and _DUMMY_IT_MADE.match(after))
+    ):
+        return False
+    return not _PHRASE_BEFORE.search(before)
+
+
+def _as_pronoun(word: str, after: str, name: str) -> str:
+    """``name`` in the place of the pronoun ``word`` (a possessive as "name's")."""
+    lower = word.lower()
+    following = _WORD.match(after.lstrip())
+    possessive = lower in _POSSESSIVE or (
+        lower == "her" and following is not None and following.group(0).lower() not in _AFTER_OBJECT
+    )
+    return f"{name}'s" if possessive else name
+
+
+def resolve_references(clause: str, previous: str, speaker: str) -> tuple[str, str] | None:
+    """``(clause, others)``: the clause with each pronoun whose referent lies outside it
+    ("I eat it every Friday", "I practise with him") replaced by the one name the previous
+    sentence offers for it, and ``others``, who "we" is besides the speaker ("others"
+    unless the previous sentence names one person); None when a pronoun has no single
+    referent there, or "we" is only described ("we'll be neighbours") and the others are
+    unknown: such a fact says nothing on its own."""
+    referents: _Referents | None = None
+    parts: list[str] = []
+    end = len(clause)
+    for match in reversed(list(_PRONOUN.finditer(clause))):
+        if not _outward(clause, match):
+            continue
+        referents = referents or _Referents.of(previous, speaker)
+        name = referents.referent(match.group(0).lower())
+        if name is None:
+            return None
+        parts.append(clause[match.end() : end])
+        parts.append(_as_pronoun(match.group(0), clause[match.end() :], name))
+        end = match.start()
+    resolved = clause[:end] + "".join(reversed(parts))
+    others = "others"
+    if _WE.search(resolved):
+        partner = (referents or _Referents.of(previous, speaker)).partner()
+        described = _WE_DESCRIBED.search(resolved)
+        if partner is not None:
+            others = partner
+        elif described and not (
+            described.group("next").lower().endswith("ing")
+            or described.group("next").lower() in _NOT_DESCRIPTION
+        ):
+            return None
+    return resolved, others
+
+
+def facts_in(message: TranscriptMessage, previous: str = "") -> list[_Found]:
+    """The facts one message states (see the module docstring); ``previous`` is the last
+    sentence before it (pronouns refer back to it)."""
     speaker, body = speaker_of(message)
     if speaker is None:
         return []
     found: list[_Found] = []
     for clause in clauses(body):
         if not _is_statement(clause):
+            previous = clause
             continue
+        resolved = resolve_references(clause, previous, speaker)
+        previous = clause
+        if resolved is None:
+            continue
+        clause, others = resolved
         names = [n for n in names_in(clause) if n[0].casefold() != speaker.casefold()]
         attribute, value, single, kind = _attribute(clause) or ("", "", False, "")
         entities = [(speaker, "person")]
@@ -654,7 +814,7 @@ def facts_in(message: TranscriptMessage) -> list[_Found]:
         tentative = {
             n.casefold() for n, _, opens in names if opens and n.casefold() != value.casefold()
         }
-        text = resolve_dates(third_person(clause, speaker), message.created_at)
+        text = resolve_dates(third_person(clause, speaker, others), message.created_at)
         found.append(
             _Found(
                 text=text[:MAX_FACT_CHARS],
@@ -726,12 +886,15 @@ def extract_episode(messages: list[TranscriptMessage]) -> EpisodeExtraction:
     """Title, summary, facts and entities of one episode (see the module docstring)."""
     found: list[_Found] = []
     seen: set[tuple[str, str]] = set()
+    previous = ""
     for message in messages:
-        for fact in facts_in(message):
+        for fact in facts_in(message, previous):
             key = (fact.subject.casefold(), fact.text.casefold())
             if key not in seen:
                 seen.add(key)
                 found.append(fact)
+        sentences = clauses(speaker_of(message)[1])
+        previous = sentences[-1] if sentences else previous
     _confirm_names(found)
     entities, mentions = _entities(found)
     best = sorted(range(len(found)), key=lambda i: (-found[i].weight, i))[:SUMMARY_LINES]
