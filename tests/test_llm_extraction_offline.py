@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from memoryapp import episodic, semantic, working
 from memoryapp.llm.extraction_offline import (
     clean_value,
     extract_episode,
@@ -19,6 +20,8 @@ from memoryapp.llm.extraction_offline import (
 )
 from memoryapp.llm.offline import OfflineModel
 from memoryapp.llm.port import ExtractedFact, TranscriptMessage
+from memoryapp.models import Fact, Project
+from tests.conftest import Clock
 
 WHEN = datetime(2026, 3, 11, 15, 30, tzinfo=UTC)  # a Wednesday
 
@@ -49,8 +52,8 @@ def _facts(*contents: str) -> list[tuple[str, str, str, bool]]:
         ("My name is Priya.", ("user", "name", "Priya", True)),
         ("I'm 41 years old.", ("user", "age", "41", True)),
         ("My favorite band is Radiohead.", ("user", "favorite band", "Radiohead", True)),
-        ("I really love sourdough baking.", ("user", "likes", "sourdough baking", False)),
-        ("I hate cilantro.", ("user", "dislikes", "cilantro", False)),
+        ("I really love sourdough baking.", ("user", "stance on sourdough baking", "likes", True)),
+        ("I hate cilantro.", ("user", "stance on cilantro", "dislikes", True)),
         ("I have two dogs and a parrot.", ("user", "has", "dogs", False)),
         ("My birthday is on June 4.", ("user", "birthday", "June 4", True)),
         ("I'm allergic to peanuts, sadly.", ("user", "allergic to", "peanuts", False)),
@@ -362,3 +365,128 @@ def test_an_entity_summary_is_the_whole_text_of_the_fact_naming_it() -> None:
         ("user", ""),
         ("Honda Civic", fact.text),
     ]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        # Stances are keyed by their item: a change of stance replaces the old one.
+        ("I adore salsa dancing.", ("stance on salsa dancing", "likes")),
+        ("I like to knit.", ("stance on knitting", "likes")),
+        ("I can't stand horror films.", ("stance on horror films", "dislikes")),
+        ("I don't enjoy crowds.", ("stance on crowds", "dislikes")),
+        ("I stopped cycling after the crash.", ("stance on cycling", "stopped")),
+        ("I've given up coffee.", ("stance on coffee", "stopped")),
+        ("I quit vaping in 2024.", ("stance on vaping", "stopped")),
+        ("I don't bake bread anymore.", ("stance on baking bread", "stopped")),
+        ("I no longer play darts.", ("stance on playing darts", "stopped")),
+        ("I don't like olives any more.", ("stance on olives", "stopped")),
+        ("I used to go skating.", ("stance on skating", "stopped")),
+        ("I'm not into anime anymore.", ("stance on anime", "stopped")),
+        # Jobs: a new title, a promotion, an ending.
+        ("I'm a junior data analyst.", ("job", "junior data analyst")),
+        ("I became a licensed electrician.", ("job", "licensed electrician")),
+        ("I got promoted to shift supervisor.", ("job", "shift supervisor")),
+        ("I was promoted.", ("job", "promoted")),
+        ("I handed in my notice at the bakery.", ("job", "quit")),
+        ("I quit my job at the council.", ("job", "quit")),
+        ("I got made redundant in June.", ("job", "lost job")),
+        ("I retired in 2023.", ("job", "retired")),
+        ("I'm no longer a firefighter.", ("job", "no longer")),
+        # Moving away, selling the car.
+        ("I moved out of Dundee.", ("lives in", "moved away")),
+        ("I got rid of my car.", ("car", "sold")),
+    ],
+)
+def test_it_reads_changes_of_state_as_single_valued_attributes(
+    content: str, expected: tuple[str, str]
+) -> None:
+    (found,) = _facts(content)
+    assert (found[1], found[2], found[3]) == (*expected, True)
+
+
+def test_a_stance_keeps_its_intensity_in_the_text_but_not_in_the_value() -> None:
+    """"love" and "enjoy" are one stance (a reworded duplicate, merged), not a change."""
+    assert [v for _, _, v, _ in _facts("I love rowing.", "I really enjoy rowing.")] == [
+        "likes",
+        "likes",
+    ]
+
+
+def _told(project: Project, clock: Clock, when: str, *lines: str) -> None:
+    """One thread of user messages at ``when``, ended and extracted offline."""
+    clock.set(when)
+    thread = working.thread_create(project=project, dataset="changes")
+    rows = [working.message_append(thread=thread, role="user", content=c).message for c in lines]
+    assert episodic.episode_build(
+        thread_id=thread.pk,
+        from_sequence=rows[0].sequence_number,
+        to_sequence=rows[-1].sequence_number,
+    ).created
+
+
+def _current(project: Project) -> dict[str, str]:
+    facts, _ = semantic.fact_list(project=project, dataset="changes")
+    return {f.attribute: f.text for f in facts if f.attribute}
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "attribute", "now"),
+    [
+        (
+            "I work as a barista at a cafe in Ghent.",
+            "I got promoted to shift supervisor.",
+            "job",
+            "The user got promoted to shift supervisor.",
+        ),
+        (
+            "I work as an accountant.",
+            "I quit my job last month.",
+            "job",
+            "The user quit the user's job last month (July 2026).",
+        ),
+        (
+            "I really enjoy rock climbing.",
+            "I gave up rock climbing after my shoulder surgery.",
+            "stance on rock climbing",
+            "The user gave up rock climbing after the user's shoulder surgery.",
+        ),
+        (
+            "I love baking bread on Sundays.",
+            "I don't bake bread anymore.",
+            "stance on baking bread",
+            "The user doesn't bake bread anymore.",
+        ),
+        ("I live in Dundee.", "I moved away from Dundee.", "lives in", "The user moved away from Dundee."),
+    ],
+)
+def test_a_change_of_state_replaces_the_old_fact(
+    project: Project, clock: Clock, before: str, after: str, attribute: str, now: str
+) -> None:
+    _told(project, clock, "2026-03-02T10:00:00Z", before)
+    _told(project, clock, "2026-08-16T09:00:00Z", after)
+    assert _current(project)[attribute] == now
+    old = Fact.objects.get(attribute=attribute, invalidated_at__isnull=False)
+    assert old.invalidated_by is not None and old.invalidated_by.text == now
+
+
+def test_a_promotion_said_in_two_clauses_replaces_even_a_title_it_contains(
+    project: Project, clock: Clock
+) -> None:
+    """The new title "senior pharmacist" contains "pharmacist" (a reworded duplicate to
+    memoryapp.semantic), but "I got promoted" comes first and replaces the old title, and
+    the new title replaces that."""
+    _told(project, clock, "2026-03-02T10:00:00Z", "I'm a pharmacist.")
+    _told(project, clock, "2026-08-16T09:00:00Z", "I got promoted, I'm a senior pharmacist now.")
+    assert _current(project)["job"] == "The user is a senior pharmacist now."
+    assert Fact.objects.filter(attribute="job").count() == 3
+
+
+def test_stances_on_different_things_stay_side_by_side(project: Project, clock: Clock) -> None:
+    _told(project, clock, "2026-03-02T10:00:00Z", "I love jazz.", "I hate queues.")
+    _told(project, clock, "2026-08-16T09:00:00Z", "I love chess.", "I love jazz, still.")
+    assert _current(project) == {
+        "stance on jazz": "The user loves jazz.",
+        "stance on queues": "The user hates queues.",
+        "stance on chess": "The user loves chess.",
+    }

@@ -13,9 +13,16 @@ English first-person statements and nothing fitted to one data set.
   Civic."), with relative dates resolved against the message's time ("yesterday
   (7 May 2023)"). Clauses that match a known pattern also get an ``attribute`` and a
   ``value``: relations (``sister`` Mara), the car one drives, where one lives or is from,
-  job and employer, studies, name, age, birthday, favourites (single-valued), and
-  possessions and likes (several values). Other clauses have no attribute and never
-  contradict anything.
+  job and employer, studies, name, age, birthday, favourites (single-valued), possessions
+  (several values) and one's stance on a thing or activity (``stance on running``: likes,
+  dislikes or stopped; single-valued per item). Changes of state are values too, so the
+  single-valued rule of memoryapp.semantic retires the old one: a promotion or a new
+  title, quitting, losing or retiring from a job, stopping or giving up an activity,
+  moving away, selling the car. Other clauses have no attribute and never contradict
+  anything.
+- **References.** A pronoun whose referent is not in its own clause ("I eat it every
+  Friday") takes the one name the previous sentence offers; with none or several, the
+  fact is dropped (it would say nothing on its own).
 - **Entities.** The speaker (person), relation targets (person or animal), pattern values
   that are names, and capitalised names in the clause (place after in/to/from/at,
   organisation for employers and names ending in University, Inc, ...; else thing).
@@ -145,12 +152,16 @@ _HYPOTHETICAL = re.compile(r"^(?:if|unless|whether|maybe|perhaps)\b", re.IGNOREC
 class _Pattern:
     """A first-person statement with an attribute: ``regex`` has a ``value`` group (and
     may have ``attr`` naming the attribute); ``kind`` is the kind of entity the value
-    names, or "" when the value is not an entity."""
+    names, or "" when the value is not an entity. With ``fixed`` the value is that word
+    (a change of state: job "quit", lives in "moved away"); for the attribute STANCE the
+    attribute is "stance on <item>", the item the ``value`` (a noun or gerund phrase) or
+    ``verbal`` group (a verb phrase, made a gerund: "run" -> "running")."""
 
     regex: re.Pattern[str]
     attribute: str
     single: bool
     kind: str = ""
+    fixed: str = ""
 
 
 _RELATIONS_SINGLE = _words(
@@ -181,8 +192,26 @@ _I = r"\bI(?: (?:now|currently|still|also|actually|just|recently|really|finally)
 _VALUE = r"(?P<value>[^,;.!?]+)"
 
 
-def _p(regex: str, attribute: str, *, single: bool, kind: str = "") -> _Pattern:
-    return _Pattern(re.compile(regex, re.IGNORECASE), attribute, single, kind)
+def _p(regex: str, attribute: str, *, single: bool, kind: str = "", fixed: str = "") -> _Pattern:
+    return _Pattern(re.compile(regex, re.IGNORECASE), attribute, single, kind, fixed)
+
+
+#: One's stance on an activity, food, hobby, habit: single-valued and keyed by the item,
+#: so "I stopped running" (stance on running: stopped) replaces "I love running" (stance
+#: on running: likes) through memoryapp.semantic's rule for a single-valued attribute,
+#: while likes of different things stay side by side.
+STANCE = "stance on"
+_LIKES, _DISLIKES, _STOPPED = "likes", "dislikes", "stopped"
+_ITEM = r"(?P<value>[^,;.!?]+)"
+_VERBAL = r"(?P<verbal>[^,;.!?]+)"
+# A clause saying "anymore" / "any longer": what follows "don't" has stopped.
+_ANYMORE = r"(?=[^,;.!?]*\b(?:anymore|any more|any longer)\b)"
+_NOT = r"(?:don't|do not|dont|didn't)"
+# Up to three words before an occupation ("senior UX designer"), none a word that joins
+# phrases ("a fan of designer bags").
+_MODIFIERS = r"(?:(?!(?:of|and|or|with|for|in|at|to|the|a|an|fan|not|no)\b)[\w-]+ ){0,3}"
+# After "I": "'ve" or " have", and an adverb ("I've just quit", "I have finally retired").
+_HAVE = r"(?:'ve| have)?(?: (?:just|recently|finally|also|already))?"
 
 
 def _relation_single(word: str) -> bool:
@@ -213,6 +242,12 @@ _PATTERNS = [
         kind="product",
     ),
     _p(
+        rf"{_I}{_HAVE} (?:sold|got rid of|scrapped|gave away|given away) (?:my|our|the) (?:old )?car\b",
+        "car",
+        single=True,
+        fixed="sold",
+    ),
+    _p(
         rf"\bmy (?:new |current )?car is (?:a |an |the )?{_VALUE}",
         "car",
         single=True,
@@ -220,6 +255,12 @@ _PATTERNS = [
     ),
     _p(rf"{_I} live (?:in|at|near) {_VALUE}", "lives in", single=True, kind="place"),
     _p(rf"{_I} (?:'ve |have )?(?:just )?moved to {_VALUE}", "lives in", single=True, kind="place"),
+    _p(
+        rf"{_I}{_HAVE} (?:moved|relocated) (?:out of|away from) {_VALUE}",
+        "lives in",
+        single=True,
+        fixed="moved away",
+    ),
     _p(rf"\bI(?:'m| am) (?:currently )?based in {_VALUE}", "lives in", single=True, kind="place"),
     _p(
         rf"{_I} (?:come from|grew up in|am from|'m from) {_VALUE}",
@@ -234,8 +275,36 @@ _PATTERNS = [
         "job",
         single=True,
     ),
+    # Changes of job: the old value stops being current (memoryapp.semantic).
     _p(
-        rf"\bI(?:'m| am)(?: now| currently| still)? (?:a|an) (?P<value>(?:[\w-]+ )?(?:{_OCCUPATION_WORDS}))\b",
+        rf"{_I}{_HAVE} (?:(?:quit|left|resigned from) (?:my|the|a) (?:\w+ )?job|resigned|handed in my notice)\b",
+        "job",
+        single=True,
+        fixed="quit",
+    ),
+    _p(
+        rf"{_I}{_HAVE} (?:lost (?:my|the) (?:\w+ )?job|(?:got|was|been) (?:fired|laid off|let go|made redundant|sacked))\b",
+        "job",
+        single=True,
+        fixed="lost job",
+    ),
+    _p(rf"{_I}{_HAVE} retired\b", "job", single=True, fixed="retired"),
+    _p(
+        rf"\bI(?:'m| am) (?:no longer (?:a|an) {_MODIFIERS}(?:{_OCCUPATION_WORDS})|not (?:a|an) "
+        rf"{_MODIFIERS}(?:{_OCCUPATION_WORDS}) (?:anymore|any more|any longer))\b",
+        "job",
+        single=True,
+        fixed="no longer",
+    ),
+    _p(
+        rf"{_I}{_HAVE} (?:got |was |been |'ve been )?promoted to (?:a |an |the )?(?:role of |position of )?{_VALUE}",
+        "job",
+        single=True,
+    ),
+    _p(rf"{_I}{_HAVE} (?:got |was |been )?promoted\b", "job", single=True, fixed="promoted"),
+    _p(
+        rf"\bI(?:'m| am| became| have become|'ve become)(?: now| currently| still| finally)? (?:a|an) "
+        rf"(?P<value>{_MODIFIERS}(?:{_OCCUPATION_WORDS}))\b",
         "job",
         single=True,
     ),
@@ -275,26 +344,63 @@ _PATTERNS = [
         "has",
         single=False,
     ),
+    # Stances, endings first: "I don't like X anymore" is not "I like X".
     _p(
-        rf"{_I} (?:really |absolutely |totally |truly )?(?P<attr>love|like|enjoy|adore|prefer) {_VALUE}",
-        "likes",
-        single=False,
+        rf"{_I}{_HAVE} (?:stopped|quit|gave up(?: on)?|given up(?: on)?) {_ITEM}",
+        STANCE,
+        single=True,
+        fixed=_STOPPED,
     ),
     _p(
-        rf"{_I} (?:really )?(?:hate|dislike|can't stand|cannot stand) {_VALUE}",
-        "dislikes",
-        single=False,
+        rf"{_I} (?:(?:no longer|{_NOT}{_ANYMORE}) (?:really )?(?:like|love|enjoy|(?:do|go)(?= \w+ing\b)) "
+        rf"{_ITEM}|(?:no longer|{_NOT}{_ANYMORE}) {_VERBAL})",
+        STANCE,
+        single=True,
+        fixed=_STOPPED,
     ),
-    _p(rf"{_I}(?:'m| am) (?:really |so )?into {_VALUE}", "likes", single=False),
+    _p(
+        rf"\bI(?:'m| am) (?:no longer|not{_ANYMORE}) (?:really )?into {_ITEM}",
+        STANCE,
+        single=True,
+        fixed=_STOPPED,
+    ),
+    _p(
+        rf"\bI used to (?:(?:really )?(?:like|love|enjoy|(?:do|go)(?= \w+ing\b)) {_ITEM}|{_VERBAL})",
+        STANCE,
+        single=True,
+        fixed=_STOPPED,
+    ),
+    _p(
+        rf"{_I} (?:really |absolutely |totally |truly )?(?:love|like|enjoy|adore|prefer) "
+        rf"(?:to {_VERBAL}|{_ITEM})",
+        STANCE,
+        single=True,
+        fixed=_LIKES,
+    ),
+    _p(
+        rf"{_I} (?:really )?(?:hate|dislike|can't stand|cannot stand|{_NOT} (?:really )?(?:like|enjoy)) "
+        rf"(?:to {_VERBAL}|{_ITEM})",
+        STANCE,
+        single=True,
+        fixed=_DISLIKES,
+    ),
+    _p(rf"{_I}(?:'m| am) (?:really |so )?into {_ITEM}", STANCE, single=True, fixed=_LIKES),
 ]
 
 # Words that end a value phrase: what follows is another clause or a time adverb.
 _VALUE_END = re.compile(
     r"\s+(?:and|but|because|since|so|which|who|that|when|while|where|now|these days|"
-    r"nowadays|anymore|again|lately|today|tonight|yesterday|for|with|though|although|as)\b.*$",
+    r"nowadays|anymore|any more|any longer|again|lately|today|tonight|yesterday|for|with|though|although|as|"
+    r"after|before|until|due to|thanks to|"
+    r"last|next|every|once|twice|ago|(?:in|on|since) (?:the )?(?:\d{4}|spring|summer|autumn|"
+    r"fall|winter|weekends?|"
+    + "|".join(_MONTH_NAMES + _WEEKDAYS)
+    + r")s?)\b.*$",
     re.IGNORECASE,
 )
 _LEADING = re.compile(r"^(?:a|an|the|my|our|some|to|really|very)\s+", re.IGNORECASE)
+# A value opening with a pronoun refers elsewhere ("it here", "her cooking").
+_PRONOUN_VALUE = re.compile(r"^(?:it|them|him|her|you|us|me)\b", re.IGNORECASE)
 _VAGUE_VALUES = frozenset(
     _words(
         "it that this them you him her those these there here question problem idea "
@@ -341,6 +447,8 @@ def clean_value(raw: str) -> str:
     for _ in range(3):
         value = _LEADING.sub("", value)
     value = " ".join(_within_cap(value.split())).strip(" '\"()")
+    if _PRONOUN_VALUE.match(value):
+        return ""
     if not value or value.lower() in _VAGUE_VALUES or _NO_OBJECT.match(value):
         return ""
     return value
@@ -612,6 +720,34 @@ def _relation(clause: str) -> tuple[str, str, bool, str] | None:
     return None
 
 
+def gerund(verb: str) -> str:
+    """The -ing form of an English verb: run -> running, bake -> baking, tie -> tying."""
+    verb = verb.lower()
+    if verb.endswith("ing"):
+        return verb
+    if verb.endswith("ie"):
+        return verb[:-2] + "ying"
+    if verb.endswith("e") and not verb.endswith(("ee", "ye", "oe")) and len(verb) > 2:
+        return verb[:-1] + "ing"
+    if re.fullmatch(r"[^aeiou]*[aeiou][bdgklmnprt]", verb):
+        return verb + verb[-1] + "ing"
+    return verb + "ing"
+
+
+def _item(match: re.Match[str]) -> str:
+    """The item a STANCE pattern is about, lower-cased: its ``value`` group as written,
+    or its ``verbal`` group with the verb as a gerund ("eat meat" -> "eating meat")."""
+    groups = match.groupdict()
+    if groups.get("value"):
+        raw = groups["value"]
+    elif groups.get("verbal"):
+        first, _, rest = groups["verbal"].strip().partition(" ")
+        raw = f"{gerund(first)} {rest}"
+    else:
+        return ""
+    return clean_value(raw).lower()
+
+
 def _attribute(clause: str) -> tuple[str, str, bool, str] | None:
     relation = _relation(clause)
     if relation is not None:
@@ -620,6 +756,13 @@ def _attribute(clause: str) -> tuple[str, str, bool, str] | None:
         match = pattern.regex.search(clause)
         if not match:
             continue
+        if pattern.attribute == STANCE:
+            item = _item(match)
+            if item:
+                return f"{STANCE} {item}", pattern.fixed, True, ""
+            continue
+        if pattern.fixed:
+            return pattern.attribute, pattern.fixed, pattern.single, ""
         value = clean_value(match.group("value"))
         if not value:
             continue
