@@ -268,7 +268,7 @@ def test_a_pronoun_pointing_back_takes_the_one_name_the_previous_sentence_offers
     "contents",
     [
         ("That film was long.", "I watched it twice."),  # nothing named before
-        ("Ada and Brigid came over.", "I cooked for her."),  # two people: which one?
+        ("Yesterday Ada and Brigid came over.", "I cooked for her."),  # two people: which one?
         ("I bought a Kindle and a Kobo.", "I use it daily."),  # two things
         ("The weather was awful.", "I stayed with them."),
         ("Nice to meet you.", "We will be flatmates."),  # "we" only described, others unknown

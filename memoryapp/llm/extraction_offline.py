@@ -828,7 +828,7 @@ _NOT_DESCRIPTION = frozenset(
 class _Referents:
     """Who and what a sentence names: ``persons`` (relation values, people a pattern
     names), ``things`` (other values, products, organisations) and ``unknown`` (other
-    capitalised names: a person or a thing)."""
+    names capitalised mid-sentence: a person or a thing)."""
 
     persons: tuple[str, ...]
     things: tuple[str, ...]
@@ -847,8 +847,9 @@ class _Referents:
                 things.append(value)
         unknown: list[str] = []
         taken = {n.casefold() for n in persons + things} | {speaker.casefold()}
-        for name, kind, _ in names_in(sentence):
-            if name.casefold() in taken:
+        for name, kind, opens in names_in(sentence):
+            # A sentence's first word is capitalised anyway ("Besides", "You're").
+            if opens or name.casefold() in taken:
                 continue
             taken.add(name.casefold())
             if kind in ("organisation", "product"):
