@@ -34,6 +34,7 @@ import re
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import (
@@ -191,6 +192,17 @@ def entity_list(
 USER_KEY = "user"
 
 
+def _newest_fact_text() -> QuerySet[Fact, Any]:
+    """The text of the newest current fact linked to the outer entity (a subquery of one
+    row, for summaries_track and summaries_refresh)."""
+    return (
+        Fact.objects.current()
+        .filter(entities=OuterRef("pk"))
+        .order_by("-valid_from", "-created", "-id")
+        .values("text")[:1]
+    )
+
+
 def summaries_track(*, entity_ids: Iterable[object]) -> int:
     """Give each of ``entity_ids`` whose summary is derived (empty, or the text of a fact
     linked to it) the text of the newest current fact linked to it; return how many rows
@@ -202,12 +214,7 @@ def summaries_track(*, entity_ids: Iterable[object]) -> int:
     ids = list(entity_ids)
     if not ids:
         return 0
-    newest = (
-        Fact.objects.current()
-        .filter(entities=OuterRef("pk"))
-        .order_by("-valid_from", "-created", "-id")
-        .values("text")[:1]
-    )
+    newest = _newest_fact_text()
     quoted = Fact.objects.filter(entities=OuterRef("pk"), text=OuterRef("summary"))
     return (
         Entity.objects.filter(pk__in=ids)
@@ -226,12 +233,7 @@ def summaries_refresh(*, project_id: int, dataset: str, texts: Iterable[str]) ->
     gone = {t for t in texts if t}
     if not gone:
         return 0
-    newest = (
-        Fact.objects.current()
-        .filter(entities=OuterRef("pk"))
-        .order_by("-valid_from", "-created", "-id")
-        .values("text")[:1]
-    )
+    newest = _newest_fact_text()
     # The user never takes a fact's text as its summary (summaries_track): it goes empty.
     replacement = Case(
         When(key=USER_KEY, then=Value("")),
