@@ -24,6 +24,10 @@ update_state with one message, get_state's last 20); ``sqlite3`` (a plain table,
 INSERT + COMMIT per append, synchronous NORMAL). ``--database postgres`` puts our two
 stores on a throwaway PostgreSQL database (``--postgres-url``); the peers stay SQLite.
 
+With ``ours-http`` it also times HTTP alone: bench/hello_asgi.py (an app that does no
+work) under uvicorn with the same client and body, answered on the event loop and from a
+pool thread, the part of any HTTP figure no server-side change can remove.
+
 Prints every store's p50s (ms), then our figures as ratios to each peer's (ours / peer:
 below 1 we are cheaper; for msgs/s above 1 we are faster). ``--json FILE`` writes all of
 it. Times depend on the machine and its load: the ratios of one run are the result.
@@ -370,6 +374,47 @@ def serving(port: int, log: Path) -> Iterator[subprocess.Popen[bytes]]:
         proc.wait(timeout=30)
 
 
+def transport(calls: int) -> dict[str, float]:
+    """What HTTP alone costs here (bench/hello_asgi.py under uvicorn, this script's
+    client, the append's body): p50 ms answered on the event loop ("inline") and from a
+    pool thread ("pool"), as memoryapp's server hands a request to Django's pool."""
+    port = free_port()
+    command = [
+        str(Path(sys.executable).with_name("uvicorn")), "hello_asgi:app", "--app-dir", str(REPO / "bench"),
+        "--host", "127.0.0.1", "--port", str(port), "--no-access-log", "--log-level", "warning",
+        "--lifespan", "off",
+    ]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        conn = _connect(port, proc)
+        body = json.dumps({"role": "user", "content": TEXT.format(0)})
+        headers = {"Authorization": "Bearer x", "Content-Type": "application/json"}
+
+        def post(path: str) -> None:
+            conn.request("POST", path, body=body, headers=headers)
+            conn.getresponse().read()
+
+        inline = p50(timed(calls, lambda i: post("/inline")))
+        return {"inline": inline, "pool": p50(timed(calls, lambda i: post("/pool")))}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _connect(port: int, proc: subprocess.Popen[bytes]) -> http.client.HTTPConnection:
+    """A keep-alive connection to the server ``proc`` starts on ``port``, once it listens."""
+    deadline = time.monotonic() + 30
+    while True:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit("the hello_asgi server did not start")
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        try:
+            conn.connect()
+            return conn
+        except OSError:
+            time.sleep(0.1)
+
+
 def free_port() -> int:
     import socket
 
@@ -517,6 +562,21 @@ def ratio_table(rat: dict[str, dict[str, dict[str, float]]]) -> str:
     return "\n".join(lines)
 
 
+def transport_lines(wire: dict[str, float], results: dict[str, dict[str, Any]]) -> str:
+    """HTTP's own cost (transport) beside the peer the HTTP bar is set against."""
+    text = (
+        f"HTTP alone (uvicorn + this client, an app that does nothing): {wire['inline']:.3f} ms "
+        f"answered on the event loop, {wire['pool']:.3f} ms from a pool thread"
+    )
+    peer = results.get("agents-normal")
+    if peer:
+        shares = ", ".join(
+            f"{m} {wire['pool'] / peer[m]:.2f}x" for m in ("append", "read20@2k", "read20@10k")
+        )
+        text += f"\n  from a pool thread, as ratios to agents-normal in-process: {shares}"
+    return text
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
@@ -547,12 +607,15 @@ def main() -> int:
     rat = ratios(results)
     print(f"\np50 in ms; our side on {args.database}; {WRITERS} writers x {PER_WRITER} appends\n")
     print(table(results))
-    if "ours-http" in results:
+    wire = transport(args.appends) if "ours-http" in results else None
+    if wire is not None:
         print(f"\nHTTP floor (a request with no key, 401): {results['ours-http']['floor']:.3f} ms")
+        print(transport_lines(wire, results))
     print("\nours / peer (below 1: we are cheaper; msgs/s above 1: we write faster)\n")
     print(ratio_table(rat))
     if args.json:
-        args.json.write_text(json.dumps({"database": args.database, "results": results, "ratios": rat}, indent=2))
+        everything = {"database": args.database, "results": results, "ratios": rat, "transport": wire}
+        args.json.write_text(json.dumps(everything, indent=2))
     return 0
 
 
