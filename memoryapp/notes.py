@@ -161,8 +161,10 @@ def _error(text: str) -> ToolOutcome:
 
 def _name_error(arguments: dict[str, Any]) -> str | None:
     name = arguments.get("name")
-    if not isinstance(name, str) or not name:
+    if not isinstance(name, str):
         return "Error: pass the memory's name as a string in the argument 'name'."
+    if not name.strip():
+        return "Error: 'name' must not be empty; pass the memory's name."
     if not NAME_PATTERN.match(name):
         return f"Error: {name!r} is not a valid memory name; a name is {NAME_RULE}."
     return None
@@ -207,7 +209,9 @@ def _open(thread: Thread, agent: Agent, name: str) -> ToolOutcome:
     return ToolOutcome(result=note.content, is_error=False, note=note, changed="opened")
 
 
-def _write_error(arguments: dict[str, Any]) -> str | None:
+def _write_error(arguments: dict[str, Any], *, exists: bool) -> str | None:
+    """What is wrong with close_memory's description and content, or None; ``exists``:
+    whether the memory exists already (an empty field's hint differs)."""
     for field in ("description", "content"):
         value = arguments.get(field)
         if value is None:
@@ -217,7 +221,12 @@ def _write_error(arguments: dict[str, Any]) -> str | None:
         if "\x00" in value:
             return f"Error: '{field}' must not contain NUL characters."
         if not value.strip():
-            return f"Error: '{field}' must not be empty; leave it out to keep the current one."
+            hint = (
+                "leave it out to keep the current one"
+                if exists
+                else "a new memory needs a description and content that say something"
+            )
+            return f"Error: '{field}' must not be empty; {hint}."
     description = arguments.get("description")
     if isinstance(description, str):
         if "\n" in description.strip():
@@ -257,12 +266,12 @@ def _cap_error(thread: Thread, *, old_bytes: int, new_bytes: int) -> str | None:
 
 
 def _close(thread: Thread, agent: Agent, name: str, arguments: dict[str, Any]) -> ToolOutcome:
-    problem = _write_error(arguments)
+    note = MemoryNote.objects.filter(thread=thread, name=name).first()
+    problem = _write_error(arguments, exists=note is not None)
     if problem:
         return _error(problem)
     description: str | None = arguments.get("description")
     content: str | None = arguments.get("content")
-    note = MemoryNote.objects.filter(thread=thread, name=name).first()
     if note is not None and not note.is_open:
         return _error(
             f"Error: memory '{name}' is closed, and a closed memory cannot be written unseen. "

@@ -115,6 +115,17 @@ def test_it_keeps_the_other_field_on_a_partial_update(thread: Thread) -> None:
     ]
 
 
+def test_it_tells_an_existing_note_to_leave_an_empty_field_out(thread: Thread) -> None:
+    call(thread, "close_memory", name="quest", description="Goal", content="Find the key.")
+    call(thread, "open_memory", name="quest")
+    rec = call(thread, "close_memory", name="quest", description=" ", content="Find the silver key.")
+    assert (rec.outcome.is_error, rec.outcome.result) == (
+        True, "Error: 'description' must not be empty; leave it out to keep the current one."
+    )
+    n = note(thread, "quest")
+    assert (n.description, n.content, n.is_open, n.version) == ("Goal", "Find the key.", True, 1)
+
+
 def test_it_closes_an_open_note_unchanged_without_fields(thread: Thread) -> None:
     call(thread, "close_memory", name="quest", description="Goal", content="Find the key.")
     call(thread, "open_memory", name="quest")
@@ -201,8 +212,14 @@ def test_it_deletes_only_an_open_note(thread: Thread) -> None:
          "open_memory, close_memory, delete_memory."),
         ("close_memory", {"name": "q", "description": "a\nb", "content": "c"},
          "Error: 'description' must be one line; put details in the content."),
+        ("open_memory", {"name": ""}, "Error: 'name' must not be empty; pass the memory's name."),
+        ("close_memory", {"name": " "}, "Error: 'name' must not be empty; pass the memory's name."),
         ("close_memory", {"name": "q", "description": "d", "content": "  "},
-         "Error: 'content' must not be empty; leave it out to keep the current one."),
+         "Error: 'content' must not be empty; a new memory needs a description and content "
+         "that say something."),
+        ("close_memory", {"name": "q", "description": "", "content": "c"},
+         "Error: 'description' must not be empty; a new memory needs a description and content "
+         "that say something."),
         ("close_memory", {"name": "q", "description": "d", "content": 5}, "Error: 'content' must be a string."),
     ],
 )
