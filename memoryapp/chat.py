@@ -508,7 +508,7 @@ def step_store_reply(record: TurnRecord) -> None:
 
 
 _SOURCE_NOTES = {
-    "estimated": " (estimated with memoryapp.tokens)",
+    "estimated": " (estimated: the model reported no token counts)",
     "model": " (tokens reported by the model)",
     "counted": "",
 }

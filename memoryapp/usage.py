@@ -70,5 +70,5 @@ def synthesis_line(price: Prices, *, query: str, context: str, synthesis: str) -
         kind=UsageLine.Kind.SYNTHESIS,
         quantity=synth_in + synth_out,
         cost=tokens_cost(price, synth_in, synth_out),
-        detail=f"estimated with memoryapp.tokens: {synth_in} in, {synth_out} out",
+        detail=f"estimated (the model reports no token counts): {synth_in} in, {synth_out} out",
     )
