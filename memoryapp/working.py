@@ -269,11 +269,20 @@ def _new_message(values: dict[str, Any]) -> Message:
     return Message(*args)
 
 
-def _replayed(message_id: uuid.UUID, *, role: str, content: str) -> AppendResult:
-    """The first message stored under an Idempotency-Key; IdempotencyConflict when the
-    replay is a different message."""
+# What a replay must repeat for its Idempotency-Key to name the same message: everything
+# the client sends, createdAt too when it sent one (docs/decisions.md, "Idempotency-Key").
+_REPLAYED_FIELDS = (
+    "role", "content", "tokens_input", "tokens_output", "tokens_total", "model", "latency_ms", "metadata",
+)
+
+
+def _replayed(message_id: uuid.UUID, attempt: Message, *, created_at_given: bool) -> AppendResult:
+    """The first message stored under an Idempotency-Key; IdempotencyConflict when
+    ``attempt`` (the unsaved row of the replay) differs from it in any field the client
+    sent (_REPLAYED_FIELDS, and created_at when ``created_at_given``)."""
     first = Message.objects.get(pk=message_id)
-    if first.role != role or first.content != content:
+    fields = _REPLAYED_FIELDS + (("created_at",) if created_at_given else ())
+    if any(getattr(first, name) != getattr(attempt, name) for name in fields):
         raise IdempotencyConflict() from None
     return AppendResult(message=first, replayed=True)
 
@@ -387,7 +396,7 @@ def message_append(
     read for the message only (docs/decisions.md "Imported messages keep their real time").
     Raises ThreadNotFound if the thread does not exist (any more), its id is malformed, or
     it is not in ``project``; IdempotencyConflict when ``idempotency_key`` was used on this
-    thread for a different role or content; InvalidInput (``createdAt``) for a
+    thread for a different message (any field sent differs); InvalidInput (``createdAt``) for a
     ``created_at`` before the thread's last non-summary message's (checked under the lock).
     """
     pk = thread.pk if isinstance(thread, Thread) else thread_pk(thread)
@@ -415,7 +424,7 @@ def message_append(
             _check_not_before_last(pk, created_at, db)
             upkeep = sql.message_insert(params, sequence=counters.sequence, db=db)
     except _Replay as replay:
-        return _replayed(replay.message_id, role=role, content=content)
+        return _replayed(replay.message_id, message, created_at_given=created_at is not None)
     except IntegrityError as exc:
         # Only reachable if two writers bypassed the row lock, which the lock prevents;
         # surface it as a conflict rather than a 500.

@@ -1049,6 +1049,22 @@ def test_it_refuses_an_idempotency_key_reused_for_another_message(api: Api, thre
     assert Message.objects.filter(thread_id=thread_id).count() == 1
 
 
+def test_it_refuses_a_reused_key_whose_tokens_differ_and_keeps_the_first(api: Api, thread_id: str) -> None:
+    headers = {"Idempotency-Key": "k1"}
+    first = api.post(messages_url(thread_id), {"role": "user", "content": "hi"}, headers=headers)
+
+    resp = api.post(
+        messages_url(thread_id), {"role": "user", "content": "hi", "tokens": {"input": 1}}, headers=headers
+    )
+
+    assert resp.status_code == 409
+    assert resp.json() == {
+        "error": "Idempotency-Key already used for a different message on this thread"
+    }
+    stored = Message.objects.get(thread_id=thread_id)
+    assert (str(stored.pk), stored.tokens_input) == (first.json()["messageId"], None)
+
+
 def test_it_scopes_idempotency_keys_to_their_thread(api: Api, thread_id: str) -> None:
     other = api.create_thread()["threadId"]
     headers = {"Idempotency-Key": "k1"}

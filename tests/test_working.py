@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -204,6 +204,43 @@ def test_it_refuses_a_reused_idempotency_key(thread: Thread, role: str, content:
         working.message_append(thread=thread, role=role, content=content, idempotency_key="k")
 
     assert Message.objects.filter(thread=thread).count() == 1
+
+
+FULL = {
+    "tokens": {"input": 5, "output": 2, "total": 7}, "model": "gpt-4o", "latency_ms": 840,
+    "metadata": {"stopReason": "stop"}, "created_at": datetime(2026, 8, 16, 9, 14, 2, 114000, tzinfo=UTC),
+}
+
+
+def test_it_replays_a_retry_that_repeats_every_field(thread: Thread) -> None:
+    first = working.message_append(thread=thread, role="assistant", content="hi", idempotency_key="k", **FULL)
+    again = working.message_append(thread=thread, role="assistant", content="hi", idempotency_key="k", **FULL)
+    assert (again.replayed, again.message.pk) == (True, first.message.pk)
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {"tokens": {"input": 5, "output": 2, "total": 8}}, {"tokens": None}, {"model": "gpt-4o-mini"},
+        {"latency_ms": 841}, {"metadata": {"stopReason": "length"}},
+        {"created_at": datetime(2026, 8, 16, 9, 14, 3, tzinfo=UTC)},
+    ],
+)
+def test_it_refuses_a_reused_key_whose_other_fields_differ(thread: Thread, changed: dict[str, Any]) -> None:
+    working.message_append(thread=thread, role="assistant", content="hi", idempotency_key="k", **FULL)
+
+    with pytest.raises(IdempotencyConflict):
+        working.message_append(
+            thread=thread, role="assistant", content="hi", idempotency_key="k", **{**FULL, **changed}
+        )
+
+    assert Message.objects.filter(thread=thread).count() == 1
+
+
+def test_it_replays_a_retry_without_created_at_whatever_the_clock_says(thread: Thread) -> None:
+    first = working.message_append(thread=thread, role="user", content="hi", idempotency_key="k")
+    again = working.message_append(thread=thread, role="user", content="hi", idempotency_key="k")
+    assert (again.replayed, again.message.created_at) == (True, first.message.created_at)
 
 
 def test_it_raises_not_found_when_the_thread_was_deleted_meanwhile(thread: Thread) -> None:
