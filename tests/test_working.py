@@ -206,7 +206,7 @@ def test_it_refuses_a_reused_idempotency_key(thread: Thread, role: str, content:
     assert Message.objects.filter(thread=thread).count() == 1
 
 
-FULL = {
+FULL: dict[str, Any] = {
     "tokens": {"input": 5, "output": 2, "total": 7}, "model": "gpt-4o", "latency_ms": 840,
     "metadata": {"stopReason": "stop"}, "created_at": datetime(2026, 8, 16, 9, 14, 2, 114000, tzinfo=UTC),
 }
