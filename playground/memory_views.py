@@ -39,6 +39,8 @@ from playground.pages import page, partial, project_url, wants_partial
 from playground.routing import dataset_socket_path
 
 JOB_STATUSES = [s.value for s in Job.Status]
+# Entities per page of a dataset's entity list (by name; "More entities" pages on).
+ENTITIES_PAGE_SIZE = 100
 T = TypeVar("T")
 
 
@@ -74,7 +76,7 @@ def _bad_cursor(exc: _BadCursor) -> HttpResponse:
 def _dataset_context(project: Project, dataset: str, request: HttpRequest) -> dict[str, object]:
     """The dataset page's lists, each on the page its ``?facts=`` / ``?episodes=`` cursor
     names (the newest without one). Raises _BadCursor."""
-    cursors = {name: request.GET.get(name) or None for name in ("facts", "episodes")}
+    cursors = {name: request.GET.get(name) or None for name in ("facts", "episodes", "entities")}
     groups, facts_next = _paged(
         "facts",
         lambda: selectors.facts_by_entity(project=project, dataset=dataset, cursor=cursors["facts"]),
@@ -82,6 +84,12 @@ def _dataset_context(project: Project, dataset: str, request: HttpRequest) -> di
     episodes, episodes_next = _paged(
         "episodes",
         lambda: selectors.episodes_timeline(project=project, dataset=dataset, cursor=cursors["episodes"]),
+    )
+    entities, entities_next = _paged(
+        "entities",
+        lambda: semantic.entity_list(
+            project=project, dataset=dataset, limit=ENTITIES_PAGE_SIZE, cursor=cursors["entities"]
+        ),
     )
     inbox = fact_review.contradiction_list(project=project, dataset=dataset)
     facts = [f for g in groups for f in (*g.current, *g.invalidated)]
@@ -94,6 +102,9 @@ def _dataset_context(project: Project, dataset: str, request: HttpRequest) -> di
         "dataset": dataset,
         "episodes": episodes,
         "groups": groups,
+        "entities": entities,
+        "entities_more_url": entities_next and here(entities=entities_next),
+        "entities_first_url": cursors["entities"] and here(entities=None),
         "inbox": inbox,
         "facts_older_url": facts_next and here(facts=facts_next),
         "facts_newest_url": cursors["facts"] and here(facts=None),
@@ -110,9 +121,9 @@ def _dataset_context(project: Project, dataset: str, request: HttpRequest) -> di
 @login_required
 @default_project
 def dataset_detail(request: HttpRequest) -> HttpResponse:
-    """One dataset's episodes, facts by entity and contradictions inbox (``?dataset=``),
-    facts and episodes a page at a time (``?facts=`` / ``?episodes=`` cursors, 400 naming
-    a malformed one); without a dataset, the Memory tab. An htmx request gets the live
+    """One dataset's entities, episodes, facts by entity and contradictions inbox
+    (``?dataset=``), each list a page at a time (``?entities=`` / ``?facts=`` /
+    ``?episodes=`` cursors, 400 naming a malformed one); without a dataset, the Memory tab. An htmx request gets the live
     fragment only."""
     project = get_project_for_user(request)
     dataset = request.GET.get("dataset", "")

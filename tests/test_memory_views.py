@@ -103,6 +103,21 @@ def test_it_shows_episodes_facts_struck_through_and_the_inbox(world: World) -> N
     assert inbox[0].by_testid("contradiction-newer")[0].full_text() == prius.text
 
 
+def test_it_lists_every_entity_of_the_dataset_with_a_link_and_its_current_facts(world: World) -> None:
+    """Entities that are no fact's subject (here the cars) are reachable too."""
+    civic_then_prius(world)
+    page = tree(world.client(world.member).get(url("playground:dataset", world.project, dataset="user_42")))
+    by_name = {e.name: e for e in Entity.objects.filter(project=world.project)}
+    rows = [
+        (e.attrs["data-entity"], e.by_testid("entity-link")[0].attrs["href"], e.by_testid("entity-fact-count")[0].full_text())
+        for e in page.by_testid("entity")
+    ]
+    assert rows == [
+        (name, f"/dashboard/memory/entities/{by_name[name].pk}/?projectId={world.project.pk}", count)
+        for name, count in [("Honda Civic", "1 current fact"), ("Prius", "1 current fact"), ("user", "2 current facts")]
+    ]
+
+
 def test_it_shows_each_line_of_an_episode_summary_on_its_own_line(world: World) -> None:
     """The offline summary is one "- fact" line per fact; the page keeps those lines apart
     (a <br> between them) instead of running them into one paragraph."""
@@ -274,6 +289,18 @@ def test_it_pages_a_datasets_facts_and_episodes_with_older_links(
     assert [e.attrs["data-episode-id"] for e in older.by_testid("episode")] == [str(newest_episode.pk)]
 
 
+def test_it_pages_a_datasets_entities_by_name(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    from playground import memory_views
+
+    monkeypatch.setattr(memory_views, "ENTITIES_PAGE_SIZE", 2)
+    civic_then_prius(world)
+    client = world.client(world.member)
+    start = url("playground:dataset", world.project, dataset="user_42")
+    assert _walk(client, start, "entities-more", "data-entity") == [["Honda Civic", "Prius"], ["user"]]
+    second = tree(client.get(tree(client.get(start)).by_testid("entities-more")[0].attrs["href"]))
+    assert second.by_testid("entities-first")[0].attrs["href"] == start
+
+
 def test_it_pages_an_entitys_facts_with_older_links(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     from django.db.models import Q
 
@@ -297,7 +324,10 @@ def test_it_pages_an_entitys_facts_with_older_links(world: World, monkeypatch: p
 
 @pytest.mark.parametrize(
     ("name", "param"),
-    [("playground:dataset", "facts"), ("playground:dataset", "episodes"), ("playground:entity", "cursor")],
+    [
+        ("playground:dataset", "facts"), ("playground:dataset", "episodes"), ("playground:dataset", "entities"),
+        ("playground:entity", "cursor"),
+    ],
 )
 def test_it_answers_a_malformed_page_cursor_400_naming_it(world: World, name: str, param: str) -> None:
     say_and_end(world.thread, "I drive a Honda Civic")

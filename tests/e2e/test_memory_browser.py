@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from tests.e2e.test_browser import (
     log_in,
     mark_document,
     open_live,
+    scroll_width,
 )
 
 JOB_TIMEOUT_MS = 15_000
@@ -44,7 +46,7 @@ def api_end(live_url: str, key: str, thread: Thread) -> Any:
 
 
 def test_it_shows_a_contradiction_live_and_restores_the_older_fact(
-    owner: Owner, live_url: str, new_page: Any, db_worker: Any
+    owner: Owner, live_url: str, new_page: Any, db_worker: Any, output_dir: Path
 ) -> None:
     _, key = ApiKey.issue(project=owner.project, name="e2e")
     thread = working.thread_create(project=owner.project, dataset="user_e2e")
@@ -76,6 +78,14 @@ def test_it_shows_a_contradiction_live_and_restores_the_older_fact(
     expect(page.get_by_test_id("flash")).to_contain_text("Restored")
     expect(page.get_by_test_id("inbox-empty")).to_be_visible()
     expect(civic).to_have_attribute("data-state", "current")
+
+    # Every entity is listed with a link, the cars too (no fact is about them).
+    expect(page.get_by_test_id("entity")).to_have_count(3)
+    expect(page.locator("[data-testid=entity][data-entity=Prius] [data-testid=entity-link]")).to_be_visible()
+    page.screenshot(path=output_dir / "dataset.png", full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert scroll_width(page) <= 390
+    page.screenshot(path=output_dir / "dataset-390.png", full_page=True)
 
     restored = Fact.objects.get(text=CIVIC)
     prius = Fact.objects.get(invalidated_by=restored)
