@@ -55,6 +55,10 @@ def test_it_defines_an_agent_remembers_offline_and_ends_on_the_memories_surface(
     form.get_by_label("System prompt").fill("You are the dungeon master.")
     form.get_by_label("maxOpenTokens").fill("1000")
     form.get_by_label("maxTokens").fill("8000")
+    # The Memory checkbox sits on its label's line, before it.
+    box = form.get_by_label("Memory (the three memory tools)").bounding_box()
+    label = form.locator("label[for=id_memory]").bounding_box()
+    assert box and label and box["x"] < label["x"] and abs(box["y"] + box["height"] / 2 - (label["y"] + label["height"] / 2)) < 4
     form.get_by_test_id("agent-submit").click()
     expect(page.get_by_test_id("agent-memory")).to_have_text("maxOpenTokens 1000")
     agent = Agent.objects.get(project=owner.project, name="dm")
