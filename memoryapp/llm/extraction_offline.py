@@ -8,18 +8,25 @@ English first-person statements and nothing fitted to one data set.
   capitalised words and a colon, as transcripts write them) speaks for that person; an
   unlabelled ``user`` message for ``user``. Unlabelled ``assistant``, ``system`` and
   ``tool`` messages state nothing about a person (an assistant's "I" is the assistant).
-- **Facts.** Each first-person clause that is not a question becomes a fact about its
+- **Sentences** end at . ! ? but not at an abbreviation's or an initial's full stop
+  ("St. Mary's", "Dr. Okafor", "J. R. R. Tolkien", "e.g.", "U.S."; _abbreviation).
+- **Facts.** Each first-person clause that is not a question, a hypothetical or talk
+  about the talk ("I was wondering if ...", "I think so": _META) becomes a fact about its
   speaker, rewritten in the third person ("I drive a Civic" -> "The user drives a
   Civic."), with relative dates resolved against the message's time ("yesterday
-  (7 May 2023)"). Clauses that match a known pattern also get an ``attribute`` and a
-  ``value``: relations (``sister`` Mara), the car one drives, where one lives or is from,
-  job and employer, studies, name, age, birthday, favourites (single-valued), possessions
-  (several values) and one's stance on a thing or activity (``stance on running``: likes,
-  dislikes or stopped; single-valued per item). Changes of state are values too, so the
-  single-valued rule of memoryapp.semantic retires the old one: a promotion or a new
-  title, quitting, losing or retiring from a job, stopping or giving up an activity,
-  moving away, selling the car. Other clauses have no attribute and never contradict
-  anything.
+  (7 May 2023)"); a clause of two words only if it says who one is ("I'm vegan.", "I'm
+  Daniel."). Clauses that match a known pattern also get an ``attribute`` and a
+  ``value``: relations (``sister`` Mara; wife, husband, boyfriend... are all ``partner``),
+  the car one drives, where one (or "we", the speaker included) lives or is from, job
+  and employer, studies, name, age, birthday, diet, favourites (single-valued),
+  possessions and conditions (several values) and one's stance on a thing or activity
+  (``stance on running``: likes, dislikes, does, stopped or changed mind; single-valued
+  per item). Changes of state are values too, so the single-valued rule of
+  memoryapp.semantic retires the old one: a promotion or a new title, quitting, losing or
+  retiring from a job, stopping, giving up or "no more" of an activity, moving away,
+  selling the car, a divorce or a break-up. The age of someone else ("Arjun turned 9",
+  "my son Arjun is 8") is a fact whose subject is that person (single-valued per person).
+  Other clauses have no attribute and never contradict anything.
 - **References.** A pronoun whose referent is not in its own clause ("I eat it every
   Friday") takes the one name the previous sentence offers; with none or several, the
   fact is dropped (it would say nothing on its own).
@@ -101,6 +108,28 @@ _NOT_SPEAKERS = frozenset(
     )
 )
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+#: Stands for the full stop of an abbreviation or an initial inside a clause ("St. Mary's",
+#: "J. K. Rowling", "e.g."), so it ends neither a sentence nor a value; a letter
+#: (\w, not upper case) so the abbreviation stays one word of a name. Put back as "."
+#: in what extraction returns (_restored).
+_ABBREVIATION_DOT = "\u02d1"
+# Abbreviations a name or a number follows: never a sentence's end before another word.
+_TITLES = frozenset(
+    _words("mr mrs ms mx dr prof st mt ft sgt capt lt col gen rev fr hon gov sen rep pres")
+)
+_ALWAYS_ABBREVIATIONS = frozenset(_words("e\u02d1g i\u02d1e vs cf viz approx ca"))
+# Abbreviations that may also end a sentence: not its end unless a sentence opener follows.
+_MAYBE_ABBREVIATIONS = frozenset(
+    _words(
+        "etc jr sr inc ltd corp bros ave rd blvd dept univ jan feb mar apr jun jul aug sep "
+        "sept oct nov dec"
+    )
+)
+_ABBREVIATION = re.compile(
+    r"(?<![\w.'-])(?P<word>[A-Za-z]+(?:[.\u02d1][A-Za-z]+)*)\.(?=[ \t]+(?P<next>[\w'\u2019]+))"
+)
+# A full stop inside a dotted acronym ("U.S.", "e.g.", "a.m."): never a sentence's end.
+_ACRONYM_DOT = re.compile(r"(?<![\w.'-])(?:[A-Za-z]\.)+(?=[A-Za-z]\.)")
 # A clause boundary before a new first-person statement: "I sold the Civic, I drive a ...".
 _CLAUSES = re.compile(
     r"[,;]\s+(?=(?:and |but |so |now |then )?(?:I|[Mm]y|[Ww]e)\b)|\s+(?:and|but) (?=(?:I|my|we)\b)"
@@ -189,6 +218,8 @@ _OCCUPATIONS = _words(
 )
 _OCCUPATION_WORDS = "|".join(_OCCUPATIONS)
 _I = r"\bI(?: (?:now|currently|still|also|actually|just|recently|really|finally))?"
+# "we" includes the speaker: where "we" live is where the speaker lives.
+_WE_I = r"\b(?:I|[Ww]e)(?: (?:now|currently|still|also|actually|just|recently|really|finally|all|both))?"
 _VALUE = r"(?P<value>[^,;.!?]+)"
 
 
@@ -202,7 +233,18 @@ def _p(regex: str, attribute: str, *, single: bool, kind: str = "", fixed: str =
 #: while likes of different things stay side by side.
 STANCE = "stance on"
 _LIKES, _DISLIKES, _STOPPED = "likes", "dislikes", "stopped"
+_DOES, _CHANGED = "does", "changed mind"
 _ITEM = r"(?P<value>[^,;.!?]+)"
+_FREQUENCY = r"(?:usually|often|always|regularly|normally|mostly|sometimes|still)"
+# A habit's object: a few words, not an article, pronoun, adverb or phrase ("I work hard",
+# "I eat a lot", "I work from home"), up to its first preposition ("tennis at the club").
+_STOP_WORD = (
+    r"(?:a|an|the|my|our|your|his|her|their|it|that|this|these|those|them|to|for|at|in|on|"
+    r"with|from|as|out|up|off|hard|late|early|well|too|so|very|much|more|less|nothing|"
+    r"everything|something|anything|all|some|any|what|whatever|and|or|but|because|when|while|"
+    r"after|before|during|every|each|twice|once|most|like|there|here|home|now|today)"
+)
+_HABIT = rf"(?P<value>(?!{_STOP_WORD}\b)[\w'-]+(?: (?!{_STOP_WORD}\b)[\w'-]+){{0,3}})"
 _VERBAL = r"(?P<verbal>[^,;.!?]+)"
 # A clause saying "anymore" / "any longer": what follows "don't" has stopped.
 _ANYMORE = r"(?=[^,;.!?]*\b(?:anymore|any more|any longer)\b)"
@@ -216,6 +258,41 @@ _HAVE = r"(?:'ve| have)?(?: (?:just|recently|finally|also|already))?"
 
 def _relation_single(word: str) -> bool:
     return word.lower() in _RELATIONS_SINGLE
+
+
+#: One's partner, whatever the word ("wife", "boyfriend", "married to"): one attribute,
+#: so a divorce or a break-up ("Priya and I got divorced", "I'm single now") ends it
+#: without saying which word named the partner.
+PARTNER = "partner"
+_PARTNER_WORDS = frozenset(
+    _words("wife husband partner spouse boyfriend girlfriend fiance fiancé fiancee fiancée")
+)
+
+
+def _relation_attribute(word: str) -> str:
+    """The attribute a relation word is stored under: PARTNER for a partner, else the word."""
+    word = word.lower()
+    return PARTNER if word in _PARTNER_WORDS else word
+
+
+_PARTNER = "|".join(sorted(_PARTNER_WORDS))
+# The end of a partnership, said by the speaker, "we", "my wife and I" or "Priya and I".
+_PARTNERSHIP_ENDS = [
+    _p(
+        rf"(?:\b(?:I|we)|\bmy {_ADJ}(?:{_PARTNER}) and I|\b{_NAME} and I)(?:'ve| have| had)?"
+        r"(?: (?:just|recently|finally|officially|eventually))? (?:got |are |were |'re |have |had |"
+        r"have been |'ve been )?(?P<value>divorced|broke up|broken up|split up|parted ways|"
+        r"separated(?=\s*(?:$|[,.!;]|from\b|last\b|in\b|this\b|after\b|\d|a (?:year|month|week))))",
+        PARTNER,
+        single=True,
+    ),
+    _p(
+        r"\bI(?:'m| am)(?: (?:now|recently|newly|officially|happily|still))? "
+        r"(?P<value>single|divorced|separated|widowed|a widow|a widower)\b",
+        PARTNER,
+        single=True,
+    ),
+]
 
 
 _RELATION_PATTERNS = [
@@ -253,15 +330,15 @@ _PATTERNS = [
         single=True,
         kind="product",
     ),
-    _p(rf"{_I} live (?:in|at|near) {_VALUE}", "lives in", single=True, kind="place"),
-    _p(rf"{_I} (?:'ve |have )?(?:just )?moved to {_VALUE}", "lives in", single=True, kind="place"),
+    _p(rf"{_WE_I} live (?:in|at|near) {_VALUE}", "lives in", single=True, kind="place"),
+    _p(rf"{_WE_I}{_HAVE} (?:moved|relocated) to {_VALUE}", "lives in", single=True, kind="place"),
     _p(
-        rf"{_I}{_HAVE} (?:moved|relocated) (?:out of|away from) {_VALUE}",
+        rf"{_WE_I}{_HAVE} (?:moved|relocated) (?:out of|away from) {_VALUE}",
         "lives in",
         single=True,
         fixed="moved away",
     ),
-    _p(rf"\bI(?:'m| am) (?:currently )?based in {_VALUE}", "lives in", single=True, kind="place"),
+    _p(rf"\b(?:I'm|I am|we're|we are) (?:currently |now )?based in {_VALUE}", "lives in", single=True, kind="place"),
     _p(
         rf"{_I} (?:come from|grew up in|am from|'m from) {_VALUE}",
         "from",
@@ -317,19 +394,49 @@ _PATTERNS = [
         single=True,
     ),
     _p(
+        r"\bI(?:'m| am) (?:a |an )?(?P<value>diabetic|asthmatic|epileptic|pregnant|c(?:o)?eliac|"
+        r"deaf|blind|colou?r[- ]?blind|autistic|dyslexic|an(?:a)?emic|insomniac|allergic)\b",
+        "condition",
+        single=False,
+    ),
+    _p(r"\bI(?:'m| am) (?:now |officially |happily )?retired\b", "job", single=True, fixed="retired"),
+    _p(
+        r"\bI(?:'m| am) (?:now |currently )?(?:unemployed|jobless|out of work|between jobs)\b",
+        "job",
+        single=True,
+        fixed="unemployed",
+    ),
+    _p(
         rf"{_I} (?:study|am studying|'m studying|major in|am majoring in) {_VALUE}",
         "studies",
         single=True,
     ),
     _p(r"\bmy name is (?P<value>" + _NAME + r")\b", "name", single=True),
     _p(r"\b(?:call me|I go by) (?P<value>" + _NAME + r")\b", "name", single=True),
-    _p(r"\bI(?:'m| am) (?P<value>\d{1,3}) (?:years old|yrs old|year old)\b", "age", single=True),
+    # An introduction: "Hi, I'm Daniel." (not "I'm Jewish": _NOT_INTRODUCTIONS).
+    _p(
+        rf"^I(?:'m| am) (?P<value>{_NAME})(?=\s*(?:$|[,.!;:]|\s(?:and|from|here|btw)\b))",
+        "name",
+        single=True,
+    ),
+    _p(
+        r"\bI(?:'m| am) (?P<value>\d{1,3})(?: (?:years old|yrs old|year old)\b|(?=\s*(?:$|[,.!;]|now\b)))",
+        "age",
+        single=True,
+    ),
     _p(r"\bI (?:just )?turned (?P<value>\d{1,3})\b", "age", single=True),
     _p(r"\bmy birthday is (?:on )?" + _VALUE, "birthday", single=True),
     _p(r"\bI was born (?:in|on) " + _VALUE, "born", single=True),
     _p(
-        rf"\bI(?:'m| am) (?:now )?married to (?P<value>{_NAME})\b",
-        "spouse",
+        rf"\bI(?:'m| am|'ve| have)?(?: just| recently| finally)? (?:now |got |gotten |been )?"
+        rf"(?:married|engaged) to (?P<value>{_NAME})\b",
+        PARTNER,
+        single=True,
+        kind="person",
+    ),
+    _p(
+        rf"\bI(?: just| recently| finally)? married (?P<value>{_NAME})\b",
+        PARTNER,
         single=True,
         kind="person",
     ),
@@ -345,6 +452,19 @@ _PATTERNS = [
         single=False,
     ),
     # Stances, endings first: "I don't like X anymore" is not "I like X".
+    _p(
+        rf"{_I}{_HAVE} changed my mind (?:about|on) {_ITEM}",
+        STANCE,
+        single=True,
+        fixed=_CHANGED,
+    ),
+    _p(rf"\bno more {_ITEM}", STANCE, single=True, fixed=_STOPPED),
+    _p(
+        rf"\bI(?:'m| am) (?:so |totally |completely )?(?:done|through|finished) with {_ITEM}",
+        STANCE,
+        single=True,
+        fixed=_STOPPED,
+    ),
     _p(
         rf"{_I}{_HAVE} (?:stopped|quit|gave up(?: on)?|given up(?: on)?) {_ITEM}",
         STANCE,
@@ -385,11 +505,27 @@ _PATTERNS = [
         fixed=_DISLIKES,
     ),
     _p(rf"{_I}(?:'m| am) (?:really |so )?into {_ITEM}", STANCE, single=True, fixed=_LIKES),
+    # Habits: what one does ("I work night shifts", "I play tennis", "I smoke"), so "no more
+    # night shifts for me" and "I quit smoking" end them.
+    _p(
+        rf"{_I}(?: {_FREQUENCY})? (?:work|play|do|practi[cs]e|eat|drink|smoke) {_HABIT}",
+        STANCE,
+        single=True,
+        fixed=_DOES,
+    ),
+    _p(
+        rf"{_I}(?: {_FREQUENCY})? (?P<verbal>smoke|vape|drink|run|jog|swim|cycle|meditate|gamble)"
+        r"(?=\s*(?:$|[,.!;]|(?:every|each|daily|weekly|twice|once|regularly|a lot|most|on|at night|in the)\b))",
+        STANCE,
+        single=True,
+        fixed=_DOES,
+    ),
 ]
 
 # Words that end a value phrase: what follows is another clause or a time adverb.
 _VALUE_END = re.compile(
-    r"\s+(?:and|but|because|since|so|which|who|that|when|while|where|now|these days|"
+    r"\s+(?:and|but|because|since|so|which|who|that|when|while|where|(?:right |just |for )?now|"
+    r"at the moment|at present|these days|"
     r"nowadays|anymore|any more|any longer|again|lately|today|tonight|yesterday|for|with|though|although|as|"
     r"after|before|until|due to|thanks to|"
     r"last|next|every|once|twice|ago|(?:in|on|since) (?:the )?(?:\d{4}|spring|summer|autumn|"
@@ -398,7 +534,14 @@ _VALUE_END = re.compile(
     + r")s?)\b.*$",
     re.IGNORECASE,
 )
-_LEADING = re.compile(r"^(?:a|an|the|my|our|some|to|really|very)\s+", re.IGNORECASE)
+# Articles and the adverbs that only say when or how sure ("is now Fleetwood Mac",
+# "is actually a Prius"): not part of the value.
+_LEADING = re.compile(
+    r"^(?:a|an|the|my|our|some|to|really|very|now|currently|actually|still|also|just|finally|"
+    r"officially|definitely|probably|honestly|basically|literally|even|already|mostly|"
+    r"usually|always|once again|again|right now|at the moment|these days|nowadays)\s+",
+    re.IGNORECASE,
+)
 # A value opening with a pronoun refers elsewhere ("it here", "her cooking").
 _PRONOUN_VALUE = re.compile(r"^(?:it|them|him|her|you|us|me)\b", re.IGNORECASE)
 _VAGUE_VALUES = frozenset(
@@ -444,7 +587,7 @@ def clean_value(raw: str) -> str:
     value = _VALUE_END.sub("", raw.strip())
     if _NO_OBJECT.match(value):
         return ""
-    for _ in range(3):
+    for _ in range(4):
         value = _LEADING.sub("", value)
     value = " ".join(_within_cap(value.split())).strip(" '\"()")
     if _PRONOUN_VALUE.match(value):
@@ -468,6 +611,16 @@ class _Found:
     tentative: set[str]
     sequence: int
     weight: float
+    # Who said it, when the fact is about someone else ("Arjun turned 9": subject Arjun).
+    speaker: str = ""
+
+    def restored(self) -> _Found:
+        """This fact with abbreviations' full stops written again (_restored)."""
+        self.text, self.value = _restored(self.text), _restored(self.value)
+        self.attribute = _restored(self.attribute)
+        self.entities = [(_restored(n), k) for n, k in self.entities]
+        self.tentative = {_restored(n) for n in self.tentative}
+        return self
 
 
 def speaker_of(message: TranscriptMessage) -> tuple[str | None, str]:
@@ -479,27 +632,111 @@ def speaker_of(message: TranscriptMessage) -> tuple[str | None, str]:
     return (USER if message.role == "user" else None), message.content
 
 
+def _abbreviation(match: re.Match[str], text: str) -> bool:
+    """Whether the full stop after ``match``'s word belongs to an abbreviation or an
+    initial and the sentence goes on: always after a title ("Dr.", "St." before a name,
+    not "Main St."), "e.g." or "vs."; after an initial ("J."), a dotted acronym ("U.S.")
+    or an abbreviation that may end a sentence ("etc.", "Inc.", "Jan.") unless the next
+    word opens sentences ("I", "We", "The", "Then": _NOT_NAMES)."""
+    word = match.group("word")
+    lower = word.lower()
+    before = text[: match.start()].split()
+    street = lower == "st" and bool(before) and before[-1][:1].isupper()
+    if (lower in _TITLES and not street) or lower in _ALWAYS_ABBREVIATIONS:
+        return True
+    initial = len(word) == 1 and word.isupper() and word != "I"
+    if not (initial or _ABBREVIATION_DOT in word or street or lower in _MAYBE_ABBREVIATIONS):
+        return False
+    following = match.group("next").replace("\u2019", "'").split("'")[0]
+    opener = following.lower() in _NOT_NAMES and following[:1].isupper()
+    return not opener and following != "i"
+
+
+def _protect_abbreviations(text: str) -> str:
+    """``text`` with the full stops of abbreviations and initials (_abbreviation) as
+    _ABBREVIATION_DOT: "I work at St. Mary's" is one sentence, its value "St. Mary's"."""
+    text = _ACRONYM_DOT.sub(lambda m: m.group(0).replace(".", _ABBREVIATION_DOT), text)
+    return _ABBREVIATION.sub(
+        lambda m: m.group(0).replace(".", _ABBREVIATION_DOT) if _abbreviation(m, text) else m.group(0),
+        text,
+    )
+
+
+def _restored(text: str) -> str:
+    """``text`` with an abbreviation's full stop written again (_protect_abbreviations)."""
+    return text.replace(_ABBREVIATION_DOT, ".")
+
+
 def clauses(text: str) -> list[str]:
-    """Sentences of ``text``, each split before a new first-person clause."""
+    """Sentences of ``text`` (not ended by an abbreviation's full stop, which is
+    _ABBREVIATION_DOT in them), each split before a new first-person clause."""
     out: list[str] = []
-    for sentence in _SENTENCES.split(text.replace("\u2019", "'")):
-        for clause in _CLAUSES.split(sentence.strip()):
+    for sentence in _SENTENCES.split(_protect_abbreviations(text.replace("\u2019", "'"))):
+        for clause in _split_clauses(sentence.strip()):
             clause = _LEADING_CONJUNCTION.sub("", clause.strip())
             if clause:
                 out.append(clause)
     return out
 
 
+# A subject joined to the speaker by "and" ("Priya and I", "my wife and I"): not a clause.
+_CO_SUBJECT = re.compile(rf"^(?:(?i:my|our) (?:[\w'-]+ ){{0,2}}[\w'-]+|{_NAME})$")
+
+
+def _split_clauses(sentence: str) -> list[str]:
+    """``sentence`` split before each new first-person clause (_CLAUSES), except after a
+    subject joined to the speaker ("Priya and I got divorced" is one clause)."""
+    pieces = _CLAUSES.split(sentence)
+    joints = [m.group(0) for m in _CLAUSES.finditer(sentence)]
+    out = [pieces[0]]
+    for joint, piece in zip(joints, pieces[1:], strict=True):
+        if joint.strip() == "and" and _CO_SUBJECT.match(out[-1].strip()):
+            out[-1] += joint + piece
+        else:
+            out.append(piece)
+    return out
+
+
+# Talk about the conversation, not about the speaker: "I was wondering if ...", "I think
+# so", "I changed my mind", "let me know".
+_META = re.compile(
+    r"^(?:I (?:was |am |'m )?(?:just )?(?:wondering|curious)\b"
+    r"|I(?:'m| am) (?:just )?(?:asking|curious|kidding|joking)\b"
+    r"|I (?:think|guess|hope|suppose|believe|reckon|doubt|fear|imagine) (?:so|not)\b"
+    r"|I (?:don't|do not|dont) (?:think|believe|suppose|know|really know)(?: so| yet| either| for sure| about that)?[.!]*$"
+    r"|I(?:'m| am) not (?:really |so |too )?sure(?: yet| about that| what to (?:say|think))?[.!]*$"
+    r"|I (?:totally |completely |fully |really )?(?:agree|see what you mean|know what you mean|"
+    r"understand (?:what|that|you|how|why)|hear you|get (?:it|that|you|what you mean))\b"
+    r"|I (?:just )?(?:wanted|want|would like|'d like) to (?:ask|know|check|thank)\b"
+    r"|I (?:have|'ve got|got) a (?:quick |small |little )?question\b"
+    r"|let me (?:know|think|ask|check|see)\b"
+    r"|I(?:'ll| will) (?:let you know|think about it|keep (?:that|it|this) in mind|try (?:that|it|this))\b"
+    r"|I(?:'m| am) (?:so |really |very )?(?:sorry|glad|happy) to hear\b"
+    r"|I(?:'ve| have)?(?: just)? changed my mind[.!]*$"
+    r")",
+    re.IGNORECASE,
+)
+
+
 def _is_statement(clause: str) -> bool:
+    """Whether ``clause`` states something of the speaker: first person, not a question,
+    a hypothetical or talk about the talk (_META); a short one ("I'm vegan.", "I'm
+    Daniel.") only if a pattern reads an attribute in it."""
     if clause.endswith("?") or _QUESTION_START.match(clause) or _HYPOTHETICAL.match(clause):
         return False
-    return len(_WORD.findall(clause)) >= MIN_FACT_WORDS and bool(_FIRST_PERSON.search(clause))
+    if _META.match(clause) or not _FIRST_PERSON.search(clause):
+        return False
+    return (
+        len(_WORD.findall(clause)) >= MIN_FACT_WORDS
+        or bool(_IDENTITY.match(clause))
+        or _attribute(clause) is not None
+    )
 
 
 # --- third person and dates --------------------------------------------------------------
 
 _ADVERBS = (
-    "really|also|just|still|always|never|often|usually|sometimes|actually|now|currently|"
+    "really|also|just|still|always|never|no longer|often|usually|sometimes|actually|now|currently|"
     "even|finally|recently|totally|absolutely|definitely|mostly|already|only|truly|"
     "probably|certainly|generally|seriously|honestly|literally|kinda|sort of|kind of"
 )
@@ -586,12 +823,23 @@ def _third_person_verb(verb: str) -> str:
     return verb + "s"
 
 
+# Idioms where "my" is the speaker's own mind or effort: "changed my mind" is "changed
+# their mind", never "changed the user's mind".
+_OWN_FACULTY = re.compile(
+    r"\b(?P<verb>chang(?:e|es|ed|ing)|ma(?:de|ke|kes|king) up|los(?:t|e|es|ing)|"
+    r"tr(?:y|ies|ied|ying)|d(?:id|o|oes|oing)|spoke|speak(?:s|ing)?|follow(?:s|ed|ing)?) "
+    r"my (?P<noun>mind|best|temper|cool|mind up)\b",
+    re.IGNORECASE,
+)
+
+
 def third_person(clause: str, speaker: str, others: str = "others") -> str:
     """``clause`` with the speaker's first person rewritten: "I love my dog" by Mara ->
     "Mara loves Mara's dog"; ``user`` reads "the user"; "we" is the speaker "and
     others" (or whom ``others`` names)."""
     name = "the user" if speaker == USER else speaker
     text = _I_SUBJECT.sub(lambda m: _i_rewritten(m, name), clause.replace("\u2019", "'"))
+    text = _OWN_FACULTY.sub(r"\g<verb> their \g<noun>", text)
     text = re.sub(r"\b(?:my|mine)\b", f"{name}'s", text, flags=re.IGNORECASE)
     text = re.sub(r"\b(?:me|myself)\b", name, text, flags=re.IGNORECASE)
     # "we" has no single subject; it keeps the speaker in the sentence.
@@ -716,8 +964,47 @@ def _relation(clause: str) -> tuple[str, str, bool, str] | None:
         if match and match.group("value").split()[0].lower() not in _NOT_NAMES:
             attr = match.group("attr").lower()
             kind = "animal" if attr in _PETS else "person"
-            return attr, match.group("value"), _relation_single(attr), kind
+            return _relation_attribute(attr), match.group("value"), _relation_single(attr), kind
     return None
+
+
+# Capitalised words that follow "I'm" without being one's name: nationalities, faiths,
+# languages ("I'm Jewish", "I'm Canadian") and words capitalised for emphasis.
+_NATIONALITIES_AND_FAITHS = _words(
+        "american british english scottish irish welsh canadian mexican brazilian argentinian "
+        "chilean colombian peruvian cuban french german italian spanish portuguese dutch "
+        "belgian swiss austrian swedish norwegian danish finnish icelandic polish czech "
+        "slovak hungarian romanian bulgarian serbian croatian russian ukrainian greek turkish "
+        "indian pakistani bangladeshi nepali chinese japanese korean vietnamese thai filipino "
+        "indonesian malaysian singaporean australian kiwi nigerian kenyan ghanaian ethiopian "
+        "egyptian moroccan israeli iranian persian iraqi syrian lebanese arab african asian "
+        "european latino latina latinx hispanic black white jewish christian catholic "
+        "protestant muslim hindu buddhist sikh atheist agnostic mormon quaker gay lesbian "
+        "bisexual queer trans"
+)
+_NOT_INTRODUCTIONS = frozenset(
+    _NATIONALITIES_AND_FAITHS
+    + _words("sorry fine good great busy done back home ready tired happy sad excited bored hungry sure okay")
+)
+# Who one is, said in two words ("I'm married.", "I'm Jewish."): a fact however short.
+_IDENTITY = re.compile(
+    r"^I(?:'m| am)(?: (?:now|happily|newly|recently|still|very|quite|also))? (?:a |an )?(?:"
+    + "|".join(
+        _NATIONALITIES_AND_FAITHS
+        + _words(
+            "married engaged straight nonbinary non-binary introvert introverted extrovert "
+            "extroverted left-handed right-handed religious spiritual sober teetotal"
+        )
+    )
+    + r")\b",
+    re.IGNORECASE,
+)
+
+
+def _introduces(name: str) -> bool:
+    """Whether ``name``, after "I'm" or "my name is", can be one's name."""
+    first = name.split()[0].lower()
+    return first not in _NOT_NAMES and first not in _NOT_INTRODUCTIONS
 
 
 def gerund(verb: str) -> str:
@@ -745,14 +1032,27 @@ def _item(match: re.Match[str]) -> str:
         raw = f"{gerund(first)} {rest}"
     else:
         return ""
-    return clean_value(raw).lower()
+    return _LIGHT_VERB.sub("", clean_value(raw).lower())
+
+
+# A light verb before its object says nothing of the item: "playing darts" is "darts",
+# "working night shifts" "night shifts", so "I play darts" and "I stopped playing darts"
+# are stances on one item ("working out", "going to ..." keep theirs).
+_LIGHT_VERB = re.compile(
+    r"^(?:playing|doing|working|eating|drinking|practi[cs]ing|having)\s+"
+    r"(?!(?:out|up|on|off|at|in|for|with|from|to|by|a|an|the|it|that|this)\b)(?=\w)"
+)
 
 
 def _attribute(clause: str) -> tuple[str, str, bool, str] | None:
-    relation = _relation(clause)
-    if relation is not None:
-        return relation
-    for pattern in _PATTERNS:
+    # A partnership's end first: "My wife Priya and I separated" is not "my wife Priya".
+    relation = _matched(_PARTNERSHIP_ENDS, clause) or _relation(clause)
+    return relation or _matched(_PATTERNS, clause)
+
+
+def _matched(patterns: list[_Pattern], clause: str) -> tuple[str, str, bool, str] | None:
+    """The attribute of the first of ``patterns`` that says something in ``clause``."""
+    for pattern in patterns:
         match = pattern.regex.search(clause)
         if not match:
             continue
@@ -764,7 +1064,7 @@ def _attribute(clause: str) -> tuple[str, str, bool, str] | None:
         if pattern.fixed:
             return pattern.attribute, pattern.fixed, pattern.single, ""
         value = clean_value(match.group("value"))
-        if not value:
+        if not value or (pattern.attribute == "name" and not _introduces(value)):
             continue
         attribute = pattern.attribute
         if "attr" in match.groupdict():
@@ -820,7 +1120,7 @@ _WE_DESCRIBED = re.compile(
 )
 _WE = re.compile(r"\b(?:we|us|our|we're|we've|we'll|we'd)\b", re.IGNORECASE)
 _NOT_DESCRIPTION = frozenset(
-    _words("at in on to from with near by for going off out back home there here away over")
+    _words("at in on to from with near by for going off out back home there here away over based")
 )
 
 
@@ -932,6 +1232,94 @@ def resolve_references(clause: str, previous: str, speaker: str) -> tuple[str, s
     return resolved, others
 
 
+# --- ages of the people one talks about ------------------------------------------------
+
+# "<Name> turned 9", "<Name> is 8 (years old)", "my son Arjun's 9 now": the age of a person
+# other than the speaker, single-valued per person (the fact's subject is that person).
+_AGE_OF = re.compile(
+    rf"(?<![\w'])(?P<name>{_NAME}),? (?:(?:has )?(?:just |recently |finally )?turned |"
+    r"(?:is|'s)(?: now| already| only)? )(?P<age>\d{1,3})(?=\s*(?:$|[,.!;]|years? old\b|"
+    r"yrs? old\b|now\b|this\b|last\b|next\b|today\b|yesterday\b|in\b|on\b|and\b|but\b|so\b))"
+)
+# "He turned 9", "she's 12 now": an age whose person the previous sentence names.
+_PRONOUN_AGE = re.compile(r"\b(?:he|she)(?:'s| is| just turned| turned) \d{1,3}\b", re.IGNORECASE)
+# The relation word a clause names its person by ("my son Arjun is 8": son).
+_RELATION_WORD = re.compile(rf"\bmy {_ADJ}(?P<attr>{_RELATION_WORDS})\b", re.IGNORECASE)
+# A name joined to the speaker ("Priya and I ..."): a name by its place, like a value.
+_CO_SUBJECT_NAME = re.compile(rf"^(?P<name>{_NAME}) and (?:I|my|we)\b")
+
+
+def _tells_age(clause: str) -> bool:
+    if clause.endswith("?") or _QUESTION_START.match(clause) or _HYPOTHETICAL.match(clause):
+        return False
+    return bool(_AGE_OF.search(clause) or _PRONOUN_AGE.search(clause))
+
+
+def _ages(clause: str, speaker: str) -> list[tuple[str, str]]:
+    """``(name, age)`` of each person but the speaker whose age ``clause`` gives."""
+    out: list[tuple[str, str]] = []
+    for match in _AGE_OF.finditer(clause):
+        name, age = match.group("name"), int(match.group("age"))
+        if name.split()[0].lower() in _NOT_NAMES or name.casefold() == speaker.casefold():
+            continue
+        if 0 < age <= 120:
+            out.append((name, str(age)))
+    return out
+
+
+def _clause_fact(
+    clause: str, speaker: str, text: str, sequence: int, ages: list[tuple[str, str]]
+) -> _Found:
+    """The fact a first-person clause states about its speaker. When the clause also gives
+    the age of the person a relation names ("My son Arjun is 8"), that age is a fact of
+    its own (_age_fact) and this one only says the relation ("The user's son is Arjun.")."""
+    names = [n for n in names_in(clause) if n[0].casefold() != speaker.casefold()]
+    attribute, value, single, kind = _attribute(clause) or ("", "", False, "")
+    entities = [(speaker, "person")]
+    if value and kind:
+        entities.append((value, kind))
+    # A value that is no entity itself ("My favourite band is Fleetwood Mac") is still a name.
+    entities.extend((n, k) for n, k, _ in names if not (kind and n.casefold() == value.casefold()))
+    # A pattern's value is a name by its place ("Mara is my sister"), not by its case.
+    placed = {value.casefold()}
+    co_subject = _CO_SUBJECT_NAME.match(clause)
+    if co_subject:
+        placed.add(co_subject.group("name").casefold())
+        entities.insert(1, (co_subject.group("name"), "person"))
+    tentative = {n.casefold() for n, _, opens in names if opens and n.casefold() not in placed}
+    word = _RELATION_WORD.search(clause)
+    if kind in ("person", "animal") and word and value.casefold() in {n.casefold() for n, _ in ages}:
+        owner = "The user" if speaker == USER else speaker
+        text = f"{owner}'s {word.group('attr').lower()} is {value}."
+    return _Found(
+        text=text[:MAX_FACT_CHARS],
+        subject=speaker,
+        attribute=attribute,
+        value=value,
+        single=single,
+        entities=entities,
+        tentative=tentative,
+        sequence=sequence,
+        weight=_weight(clause, attribute, names),
+    )
+
+
+def _age_fact(clause: str, speaker: str, text: str, sequence: int, person: tuple[str, str]) -> _Found:
+    name, age = person
+    return _Found(
+        text=text[:MAX_FACT_CHARS],
+        subject=name,
+        attribute="age",
+        value=age,
+        single=True,
+        entities=[(name, "person"), (speaker, "person")],
+        tentative=set(),
+        sequence=sequence,
+        weight=_weight(clause, "age", []),
+        speaker=speaker,
+    )
+
+
 def facts_in(message: TranscriptMessage, previous: str = "") -> list[_Found]:
     """The facts one message states (see the module docstring); ``previous`` is the last
     sentence before it (pronouns refer back to it)."""
@@ -940,7 +1328,8 @@ def facts_in(message: TranscriptMessage, previous: str = "") -> list[_Found]:
         return []
     found: list[_Found] = []
     for clause in clauses(body):
-        if not _is_statement(clause):
+        statement = _is_statement(clause)
+        if not statement and not _tells_age(clause):
             previous = clause
             continue
         resolved = resolve_references(clause, previous, speaker)
@@ -948,31 +1337,12 @@ def facts_in(message: TranscriptMessage, previous: str = "") -> list[_Found]:
         if resolved is None:
             continue
         clause, others = resolved
-        names = [n for n in names_in(clause) if n[0].casefold() != speaker.casefold()]
-        attribute, value, single, kind = _attribute(clause) or ("", "", False, "")
-        entities = [(speaker, "person")]
-        if value and kind:
-            entities.append((value, kind))
-        entities.extend((n, k) for n, k, _ in names if n.casefold() != value.casefold())
-        # A pattern's value is a name by its place ("Mara is my sister"), not by its case.
-        tentative = {
-            n.casefold() for n, _, opens in names if opens and n.casefold() != value.casefold()
-        }
         text = resolve_dates(third_person(clause, speaker, others), message.created_at)
-        found.append(
-            _Found(
-                text=text[:MAX_FACT_CHARS],
-                subject=speaker,
-                attribute=attribute,
-                value=value,
-                single=single,
-                entities=entities,
-                tentative=tentative,
-                sequence=message.sequence_number,
-                weight=_weight(clause, attribute, names),
-            )
-        )
-    return found
+        ages = _ages(clause, speaker)
+        if statement:
+            found.append(_clause_fact(clause, speaker, text, message.sequence_number, ages))
+        found.extend(_age_fact(clause, speaker, text, message.sequence_number, a) for a in ages)
+    return [f.restored() for f in found]
 
 
 def _confirm_names(found: list[_Found]) -> None:
@@ -997,7 +1367,7 @@ def _entities(found: list[_Found]) -> tuple[list[ExtractedEntity], Counter[str]]
     speaker, the first fact that names it as its summary: the fact's whole text, so
     memoryapp.semantic can tell the summary quotes that fact and replace it once the fact
     is invalidated or deleted."""
-    speakers = {f.subject.casefold() for f in found}
+    speakers = {(f.speaker or f.subject).casefold() for f in found}
     kinds: dict[str, ExtractedEntity] = {}
     mentions: Counter[str] = Counter()
     for fact in found:
@@ -1014,7 +1384,7 @@ def _entities(found: list[_Found]) -> tuple[list[ExtractedEntity], Counter[str]]
 
 
 def _title(entities: list[ExtractedEntity], mentions: Counter[str], found: list[_Found]) -> str:
-    speakers = {f.subject.casefold() for f in found}
+    speakers = {(f.speaker or f.subject).casefold() for f in found}
     ranked = sorted(
         (e for e in entities if e.name.casefold() not in speakers),
         key=lambda e: -mentions[e.name.casefold()],
