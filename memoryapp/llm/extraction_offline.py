@@ -508,7 +508,7 @@ _PATTERNS = [
     # Habits: what one does ("I work night shifts", "I play tennis", "I smoke"), so "no more
     # night shifts for me" and "I quit smoking" end them.
     _p(
-        rf"{_I}(?: {_FREQUENCY})? (?:work|play|do|practi[cs]e|eat|drink|smoke) {_HABIT}",
+        rf"{_I}(?: {_FREQUENCY})? (?:work|play|do|practi[cs]e|eat|drink|smoke) (?:the )?{_HABIT}",
         STANCE,
         single=True,
         fixed=_DOES,
@@ -680,7 +680,10 @@ def clauses(text: str) -> list[str]:
 
 
 # A subject joined to the speaker by "and" ("Priya and I", "my wife and I"): not a clause.
-_CO_SUBJECT = re.compile(rf"^(?:(?i:my|our) (?:[\w'-]+ ){{0,2}}[\w'-]+|{_NAME})$")
+_CO_SUBJECT = re.compile(
+    rf"^(?:(?i:(?:my|our) {_ADJ}(?:{_RELATION_WORDS}|parents|kids|children|family|friends|folks|"
+    rf"siblings)s?)(?: {_NAME})?|(?!I\b|I'){_NAME})$"
+)
 
 
 def _split_clauses(sentence: str) -> list[str]:
