@@ -326,3 +326,30 @@ def test_it_tells_the_honda_story_of_issue_8_over_http(
         [sold, again],
         None,
     )
+
+
+def test_a_move_said_with_we_and_a_childs_birthday_replace_the_old_facts_through_v1(
+    api: Api, end: Any, clock: Clock
+) -> None:
+    """The newcomer's report: two threads, each ended; GET /semantic/facts shows the new
+    home and the new age current, the old ones invalidated by them."""
+    clock.set("2026-03-02T10:00:00.000Z")
+    first = api.create_thread(dataset="family")["threadId"]
+    _say(api, first, "We live in a small flat in Leeds right now.", "My son Arjun is 8.")
+    end(api, first)
+    clock.set("2026-08-20T10:00:00.000Z")
+    second = api.create_thread(dataset="family")["threadId"]
+    _say(api, second, "We live in York now, in a house with a garden.", "Arjun turned 9 last week.")
+    end(api, second)
+
+    every = _facts(api, dataset="family", includeInvalidated="true")
+    rows = sorted(
+        (f["subject"], f["attribute"], f["value"], f["text"], f["invalidatedAt"]) for f in every
+    )
+    assert rows == [
+        ("Arjun", "age", "8", "The user's son Arjun is 8.", "2026-08-20T10:00:00.000Z"),
+        ("Arjun", "age", "9", "Arjun turned 9 last week (the week before 20 August 2026).", None),
+        ("user", "lives in", "York", "The user and others live in York now, in a house with a garden.", None),
+        ("user", "lives in", "small flat in Leeds", "The user and others live in a small flat in Leeds right now.", "2026-08-20T10:00:00.000Z"),
+        ("user", "son", "Arjun", "The user's son is Arjun.", None),
+    ]

@@ -662,3 +662,16 @@ def test_it_reads_moves_habits_and_partnerships(content: str, expected: tuple[st
 )
 def test_no_habit_or_partnership_is_read_into_an_adverb_or_a_bill(content: str) -> None:
     assert [f[1] for f in _facts(content)] == [""]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("Priya and I got divorced.", ["Priya and the user got divorced."]),
+        ("My parents and I went to Rome.", ["The user's parents and the user went to Rome."]),
+        ("I'm Sam and I love hiking.", ["The user is Sam.", "The user loves hiking."]),
+        ("My wife loves it and I hate jazz.", ["The user's wife loves it.", "The user hates jazz."]),
+    ],
+)
+def test_a_subject_joined_to_the_speaker_by_and_is_one_clause(content: str, expected: list[str]) -> None:
+    assert _texts(content) == expected
