@@ -675,3 +675,22 @@ def test_no_habit_or_partnership_is_read_into_an_adverb_or_a_bill(content: str) 
 )
 def test_a_subject_joined_to_the_speaker_by_and_is_one_clause(content: str, expected: list[str]) -> None:
     assert _texts(content) == expected
+
+
+@pytest.mark.parametrize(
+    ("content", "attribute"),
+    [
+        # An emphatic "do" is no habit; an aside after a dash is no part of the item.
+        ("I do love watching old films.", "stance on watching old films"),
+        ("I do remember those dance classes!", ""),
+        ("I love traveling - it's a way to learn.", "stance on traveling"),
+        # An opinion one agrees with is kept; agreeing alone is talk.
+        ("I agree that the schools need more money.", ""),
+    ],
+)
+def test_an_emphatic_do_an_aside_and_an_agreed_opinion(content: str, attribute: str) -> None:
+    assert [f[1] for f in _facts(content)] == [attribute]
+
+
+def test_agreeing_alone_is_no_fact() -> None:
+    assert _facts("I totally agree - taking risks is key.", "I'll think about it.") == []

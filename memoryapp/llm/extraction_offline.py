@@ -242,7 +242,10 @@ _STOP_WORD = (
     r"(?:a|an|the|my|our|your|his|her|their|it|that|this|these|those|them|to|for|at|in|on|"
     r"with|from|as|out|up|off|hard|late|early|well|too|so|very|much|more|less|nothing|"
     r"everything|something|anything|all|some|any|what|whatever|and|or|but|because|when|while|"
-    r"after|before|during|every|each|twice|once|most|like|there|here|home|now|today)"
+    r"after|before|during|every|each|twice|once|most|like|there|here|home|now|today|things|"
+    # an emphatic "do" before a verb: "I do love it", "I do remember"
+    r"stuff|love|remember|think|know|want|hope|believe|miss|enjoy|appreciate|feel|agree|"
+    r"understand|need|wish|see|mean|get|care|mind)"
 )
 _HABIT = rf"(?P<value>(?!{_STOP_WORD}\b)[\w'-]+(?: (?!{_STOP_WORD}\b)[\w'-]+){{0,3}})"
 _VERBAL = r"(?P<verbal>[^,;.!?]+)"
@@ -491,7 +494,7 @@ _PATTERNS = [
         fixed=_STOPPED,
     ),
     _p(
-        rf"{_I} (?:really |absolutely |totally |truly )?(?:love|like|enjoy|adore|prefer) "
+        rf"{_I} (?:really |absolutely |totally |truly )?(?:do (?:really )?)?(?:love|like|enjoy|adore|prefer) "
         rf"(?:to {_VERBAL}|{_ITEM})",
         STANCE,
         single=True,
@@ -536,6 +539,8 @@ _VALUE_END = re.compile(
 )
 # Articles and the adverbs that only say when or how sure ("is now Fleetwood Mac",
 # "is actually a Prius"): not part of the value.
+# A dash between spaces starts an aside: "pro ball - it's a challenge".
+_DASH = re.compile(r"\s+[-\u2013\u2014]+\s+")
 _LEADING = re.compile(
     r"^(?:a|an|the|my|our|some|to|really|very|now|currently|actually|still|also|just|finally|"
     r"officially|definitely|probably|honestly|basically|literally|even|already|mostly|"
@@ -584,7 +589,7 @@ def clean_value(raw: str) -> str:
     """A pattern's value phrase, trimmed: cut at the next clause or time adverb (a
     sentence's punctuation already ended it), leading articles dropped, at most
     MAX_VALUE_WORDS words ending at a phrase boundary; "" when nothing definite is left."""
-    value = _VALUE_END.sub("", raw.strip())
+    value = _VALUE_END.sub("", _DASH.split(raw.strip())[0])
     if _NO_OBJECT.match(value):
         return ""
     for _ in range(4):
@@ -708,12 +713,14 @@ _META = re.compile(
     r"|I (?:think|guess|hope|suppose|believe|reckon|doubt|fear|imagine) (?:so|not)\b"
     r"|I (?:don't|do not|dont) (?:think|believe|suppose|know|really know)(?: so| yet| either| for sure| about that)?[.!]*$"
     r"|I(?:'m| am) not (?:really |so |too )?sure(?: yet| about that| what to (?:say|think))?[.!]*$"
-    r"|I (?:totally |completely |fully |really )?(?:agree|see what you mean|know what you mean|"
-    r"understand (?:what|that|you|how|why)|hear you|get (?:it|that|you|what you mean))\b"
+    r"|I (?:totally |completely |fully |really )?(?:agree(?: with (?:you|that|this|him|her|them))?"
+    r"(?=\s*(?:$|[,.!;]|-|\u2014))|see what you mean|know what you mean|"
+    r"understand (?:what|you|how|why)|hear you|get (?:it|that|you|what you mean))\b"
     r"|I (?:just )?(?:wanted|want|would like|'d like) to (?:ask|know|check|thank)\b"
     r"|I (?:have|'ve got|got) a (?:quick |small |little )?question\b"
     r"|let me (?:know|think|ask|check|see)\b"
-    r"|I(?:'ll| will) (?:let you know|think about it|keep (?:that|it|this) in mind|try (?:that|it|this))\b"
+    r"|I(?:'ll| will) let you know\b"
+    r"|I(?:'ll| will) (?:think about it|keep (?:that|it|this) in mind|try (?:that|it|this))[.!]*$"
     r"|I(?:'m| am) (?:so |really |very )?(?:sorry|glad|happy) to hear\b"
     r"|I(?:'ve| have)?(?: just)? changed my mind[.!]*$"
     r")",
