@@ -32,11 +32,10 @@ from django.utils import timezone
 
 from memoryapp import compaction_history, events, llm, notes, summary_rules
 from memoryapp.compaction_history import RunStart
-from memoryapp.compaction_lease import compaction_lease
 from memoryapp.errors import ModelCallFailed, ThreadNotFound
 from memoryapp.llm.port import ModelError, OpenNote, Summary, TranscriptMessage
 from memoryapp.models import Agent, CompactionRun, MemoryNote, Message, Thread
-from memoryapp.results import AutoCompaction, CompactionResult
+from memoryapp.results import CompactionResult
 from memoryapp.tokens import count_tokens
 
 logger = logging.getLogger(__name__)
@@ -289,6 +288,13 @@ def _run(thread_id: uuid.UUID, manual: bool, trigger: str) -> CompactionResult |
     return None
 
 
+def _run_or_fail(thread_id: uuid.UUID, manual: bool, trigger: str) -> CompactionResult | None:
+    try:
+        return _run(thread_id, manual=manual, trigger=trigger)
+    except ModelError as exc:
+        raise ModelCallFailed(str(exc), kind=exc.kind) from exc
+
+
 def compact(*, thread_id: uuid.UUID, trigger: str = CompactionRun.Trigger.MANUAL) -> CompactionResult | None:
     """Manual compaction of an agent's thread: fold every verbatim message into a new
     checkpoint (POST .../compact). None when nothing is verbatim. Whether a model call was
@@ -297,25 +303,25 @@ def compact(*, thread_id: uuid.UUID, trigger: str = CompactionRun.Trigger.MANUAL
     when the summarize call fails (nothing changed; recorded on the thread),
     ThreadNotFound if the thread is gone. ``trigger``: what the run's CompactionRun
     records as its start (memoryapp.compaction.compact passes its own)."""
+    return _run_or_fail(thread_id, manual=True, trigger=trigger)
+
+
+def auto_run(*, thread_id: uuid.UUID) -> CompactionResult | None:
+    """One automatic run on an agent's thread: the fold its budget or the verbatim-age
+    limit calls for now (see the module docstring), or None when none is due.
+
+    Called only by memoryapp.compaction's automatic compaction, which holds the thread's
+    compaction lease around it and looks again after letting go (is_due), so appends
+    turned away meanwhile are caught up with; the same guarantee as an ordinary thread's.
+    Raises ModelCallFailed when the summarize call fails (nothing changed; recorded on
+    the thread), ThreadNotFound if the thread is gone."""
+    return _run_or_fail(thread_id, manual=False, trigger=CompactionRun.Trigger.AUTO)
+
+
+def is_due(*, thread_id: uuid.UUID) -> bool:
+    """Whether auto_run would fold anything now (the same plan, read afresh); False for
+    a thread that is gone or not an agent's. Reads every verbatim message of the thread."""
     try:
-        return _run(thread_id, manual=True, trigger=trigger)
-    except ModelError as exc:
-        raise ModelCallFailed(str(exc), kind=exc.kind) from exc
-
-
-def auto_compact(*, thread_id: uuid.UUID) -> AutoCompaction:
-    """Compact the agent's thread if its budget or the verbatim-age limit says so (see the
-    module docstring); the run that committed, if any. One run per thread at a time (the
-    same lease as memoryapp.compaction); never raises for a model failure (it is recorded
-    on the thread and returned as ``error``; the next append tries again)."""
-    with compaction_lease(thread_id) as held:
-        if not held:
-            return AutoCompaction()
-        try:
-            result = _run(thread_id, manual=False, trigger=CompactionRun.Trigger.AUTO)
-        except ModelError as exc:
-            logger.warning("agent compaction of thread %s failed", thread_id, exc_info=True)
-            return AutoCompaction(error=f"{exc.kind}: {exc}")
-        except ThreadNotFound:
-            return AutoCompaction()
-    return AutoCompaction(runs=(result,) if result else ())
+        return _read(thread_id, manual=False, trigger=CompactionRun.Trigger.AUTO) is not None
+    except ThreadNotFound:
+        return False

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 
 from django.conf import settings
@@ -272,9 +273,20 @@ def _agent_thread(thread_id: uuid.UUID) -> bool:
     return Thread.objects.filter(pk=thread_id, agent__isnull=False).exists()
 
 
-def _due_again(thread_id: uuid.UUID) -> int | None:
+def _newest_live(thread_id: uuid.UUID) -> int | None:
+    """The sequence number of the thread's newest un-compacted ordinary message, or None."""
+    return (
+        Message.objects.filter(thread_id=thread_id, compacted_at__isnull=True, is_summary=False)
+        .order_by("-sequence_number")
+        .values_list("sequence_number", flat=True)
+        .first()
+    )
+
+
+def _due_again(thread_id: uuid.UUID, seen: int) -> int | None:
     """If the thread's un-compacted count is at its threshold again, the newest un-compacted
-    message's sequence number (to keep verbatim), else None."""
+    message's sequence number (to keep verbatim), else None. (``seen``: see
+    _agent_due_again; the counters answer here without it.)"""
     thread = (
         Thread.objects.filter(pk=thread_id)
         .values_list("auto_compact_threshold", "uncompacted_count")
@@ -282,12 +294,25 @@ def _due_again(thread_id: uuid.UUID) -> int | None:
     )
     if thread is None or thread[0] is None or thread[1] < thread[0]:
         return None
-    return (
-        Message.objects.filter(thread_id=thread_id, compacted_at__isnull=True, is_summary=False)
-        .order_by("-sequence_number")
-        .values_list("sequence_number", flat=True)
-        .first()
-    )
+    return _newest_live(thread_id)
+
+
+def _agent_due_again(thread_id: uuid.UUID, seen: int) -> int | None:
+    """_due_again on an agent's thread: the newest un-compacted message's sequence number
+    when the agent's budget or verbatim-age limit calls for a run again, else None.
+
+    ``seen`` is a message the last run read (its tripping message, or the newest one when
+    it was told to look again). With nothing appended after it the answer is None without
+    reading further: that run left nothing due, and it read every message there is.
+    Otherwise the agent's plan is made afresh (memoryapp.agent_compaction.is_due), which
+    reads every verbatim message; only appends that raced with the run pay for it.
+    """
+    newest = _newest_live(thread_id)
+    if newest is None or newest <= seen:
+        return None
+    from memoryapp import agent_compaction
+
+    return newest if agent_compaction.is_due(thread_id=thread_id) else None
 
 
 def auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> AutoCompaction:
@@ -316,6 +341,33 @@ def _record_lost_database(thread_id: uuid.UUID, exc: Exception) -> str:
         return message
 
 
+def _auto_steps(
+    thread_id: uuid.UUID,
+) -> tuple[Callable[[int], CompactionResult | None], Callable[[uuid.UUID, int], int | None]]:
+    """``(run, due_again)`` of thread ``thread_id``'s automatic compaction (_auto_compact):
+    ``run(keep_from)`` makes one run (None: nothing was due), ``due_again(thread_id,
+    keep_from)`` says where the next one starts, or None. An agent's thread is run by
+    its agent's budget (memoryapp.agent_compaction, which keeps what fits verbatim
+    whatever ``keep_from`` says); any other by its autoCompactThreshold."""
+    if _agent_thread(thread_id):
+        from memoryapp import agent_compaction
+
+        def agent_run(keep_from: int) -> CompactionResult | None:
+            return agent_compaction.auto_run(thread_id=thread_id)
+
+        return agent_run, _agent_due_again
+
+    def run(keep_from: int) -> CompactionResult | None:
+        return compact(
+            thread_id=thread_id,
+            keep_from_sequence=keep_from,
+            require_threshold=True,
+            trigger=CompactionRun.Trigger.AUTO,
+        )
+
+    return run, _due_again
+
+
 def _auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> AutoCompaction:
     """The runs of auto_compact.
 
@@ -328,14 +380,15 @@ def _auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> AutoCompa
     expires on its own after MEMORY_COMPACTION_LEASE_SECONDS, so a crashed worker cannot
     block compaction for good.
 
+    On an agent's thread the agent's budget decides when a run is due, and
+    memoryapp.agent_compaction makes the runs; the lease, the looking again and the
+    hand-over are the same (_agent_due_again), so appends made during an agent's run are
+    caught up with as well.
+
     Never raises for a model failure: the append already succeeded, the failure is
     recorded on the thread and returned as ``error``, and the next append tries again.
-    On an agent's thread the agent's budget decides (memoryapp.agent_compaction).
     """
-    if _agent_thread(thread_id):
-        from memoryapp import agent_compaction
-
-        return agent_compaction.auto_compact(thread_id=thread_id)
+    run, due_again = _auto_steps(thread_id)
     runs: list[CompactionResult] = []
     error: str | None = None
     keep_from: int | None = keep_from_sequence
@@ -346,12 +399,7 @@ def _auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> AutoCompa
             if not held:
                 break  # the holder looks again once it has let go
             try:
-                result = compact(
-                    thread_id=thread_id,
-                    keep_from_sequence=keep_from,
-                    require_threshold=True,
-                    trigger=CompactionRun.Trigger.AUTO,
-                )
+                result = run(keep_from)
             except ModelCallFailed as exc:
                 logger.warning("auto-compaction of thread %s failed", thread_id, exc_info=True)
                 error = f"{exc.kind}: {exc}"
@@ -364,7 +412,7 @@ def _auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> AutoCompa
         # the rows before ``keep_from`` first): appends turned away while this call held
         # the lease may have brought the count back to the threshold, and nobody else
         # will look (review item 7).
-        keep_from = _due_again(thread_id)
+        keep_from = due_again(thread_id, keep_from)
     else:
         if keep_from is not None:  # still due after MAX_CATCH_UP_RUNS: a run stays pending
             _hand_over(thread_id, keep_from)

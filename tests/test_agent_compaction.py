@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -9,8 +10,9 @@ import pytest
 from memoryapp import agent_compaction, agents, compaction, llm, notes, serializers, working
 from memoryapp.llm.offline import OfflineModel
 from memoryapp.llm.registry import GuardedModel
-from memoryapp.models import MemoryNote, MemoryNoteVersion, Message, Project, Thread
-from memoryapp.results import CompactionResult
+from memoryapp.models import Job, MemoryNote, MemoryNoteVersion, Message, Project, Thread
+from memoryapp.results import AutoCompaction, CompactionResult
+from tests.test_compaction import WAIT_SECONDS, Gate, finish, run_in_thread_fixture, wait  # noqa: F401
 from tests.test_notes import call, make_thread
 
 
@@ -187,3 +189,128 @@ def test_it_waits_for_the_verbatim_half_when_the_checkpoint_is_large(project: Pr
     assert agent_compaction._plan(thread, agent, [msg(1, 200), msg(2, 200)], manual=False) == ([], False)
     fold, _ = agent_compaction._plan(thread, agent, [msg(1, 300), msg(2, 300)], manual=False)
     assert [m.sequence_number for m in fold] == [1]
+
+
+# --- appends made during an agent's run (the catch-up of memoryapp.compaction) ------------------
+
+
+def hundred_tokens(i: int) -> str:
+    return f"{i:03d}" + "x" * 397
+
+
+def live_numbers(thread: Thread) -> list[int]:
+    return list(
+        Message.objects.filter(thread=thread, compacted_at__isnull=True, is_summary=False)
+        .order_by("sequence_number").values_list("sequence_number", flat=True)
+    )
+
+
+@pytest.fixture
+def held_run(monkeypatch: pytest.MonkeyPatch) -> Gate:
+    """Hold the run made on the thread named ``writer`` between its read and its commit
+    (where a summarize call would be), until the gate is released."""
+    gate = Gate()
+    summarize = agent_compaction._summarize
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread().name == "writer" and not gate.entered.is_set():
+            gate.entered.set()
+            assert gate.release.wait(WAIT_SECONDS), "the run was never released"
+        return summarize(*args, **kwargs)
+
+    monkeypatch.setattr(agent_compaction, "_summarize", held)
+    return gate
+
+
+def race_appends_with_a_run(project: Project, held_run: Gate, run_in_thread: Any, kind: str) -> tuple[Thread, Any]:
+    """An agent (maxTokens 1000, 100-token messages) whose 11th append trips a run that
+    folds #1-#6; while it is held, #12-#17 are appended, each finding the lease taken."""
+    thread = make_thread(project, max_open=None, max_tokens=1000, kind=kind)
+    for i in range(1, 11):
+        compaction.message_append_compacting(thread=thread, role="user", content=hundred_tokens(i))
+    assert (live_numbers(thread), Thread.objects.get(pk=thread.pk).compaction_count) == (list(range(1, 11)), 0)
+    box = run_in_thread(
+        "writer",
+        lambda: compaction.message_append_compacting(thread=thread.pk, role="user", content=hundred_tokens(11)),
+    )
+    wait(held_run.entered)
+    turned_away = [
+        compaction.message_append_compacting(thread=thread, role="user", content=hundred_tokens(i)).compaction
+        for i in range(12, 18)
+    ]
+    assert turned_away == [AutoCompaction()] * 6  # the lease was taken: no run, no error
+    held_run.release.set()
+    return thread, finish(box)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("kind", ["sliding-window", "summarize"])
+def test_it_catches_up_with_appends_made_during_an_agents_run(
+    project: Project, held_run: Gate, run_in_thread: Any, kind: str, settings: Any
+) -> None:
+    # The run folded #1-#6 and kept #7-#11; #12-#17 arrived meanwhile, so at its commit
+    # 11 messages (1100 tokens) were verbatim again, over the budget of 1000. The same
+    # call looks again after letting go of the lease and runs once more, keeping the
+    # newest 500 tokens (#13-#17). It used to stop after its run and leave the thread
+    # over budget until the next append.
+    settings.MEMORY_SUMMARY_VERBATIM_TOKENS = 0
+    thread, outcome = race_appends_with_a_run(project, held_run, run_in_thread, kind)
+    assert [(r.from_sequence, r.to_sequence, r.compacted_count) for r in outcome.compaction.runs] == [
+        (1, 6, 6), (7, 12, 6),
+    ]
+    assert (outcome.message.sequence_number, outcome.compacted, outcome.compaction.error) == (11, True, None)
+    thread.refresh_from_db()
+    assert live_numbers(thread) == [13, 14, 15, 16, 17]
+    checkpoint = thread.active_summary
+    assert checkpoint is not None
+    assert (checkpoint.sequence_number, checkpoint.covers_from_sequence, checkpoint.covers_to_sequence) == (19, 1, 12)
+    assert (thread.compaction_count, thread.uncompacted_count, thread.next_sequence) == (2, 5, 20)
+    assert thread.compaction_lease_until is None
+    assert agent_compaction.is_due(thread_id=thread.pk) is False
+    window = working.prepare(thread=thread.pk)
+    assert [m.content for m in window.messages] == [checkpoint.content] + [hundred_tokens(i) for i in range(13, 18)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_queues_an_agents_catch_up_when_appends_outlast_its_runs(
+    project: Project, held_run: Gate, run_in_thread: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One call makes at most MAX_CATCH_UP_RUNS runs (1 here); the rest is handed to a
+    # job, as on an ordinary thread (tests run jobs at once).
+    monkeypatch.setattr(compaction, "MAX_CATCH_UP_RUNS", 1)
+    thread, outcome = race_appends_with_a_run(project, held_run, run_in_thread, "sliding-window")
+    assert [(r.from_sequence, r.to_sequence) for r in outcome.compaction.runs] == [(1, 6)]
+    job = Job.objects.get(kind=compaction.AUTO_COMPACTION_JOB)
+    assert (job.status, job.args, job.result, job.thread_id) == (
+        Job.Status.SUCCEEDED, {"keepFromSequence": 17}, {"runs": 1, "error": None}, thread.pk,
+    )
+    thread.refresh_from_db()
+    assert live_numbers(thread) == [13, 14, 15, 16, 17]
+    assert (thread.compaction_count, thread.uncompacted_count) == (2, 5)
+
+
+def test_it_reads_an_agents_plan_again_only_when_something_was_appended_during_its_run(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Looking again costs a read of every verbatim message; with no append racing the
+    # run (the usual case) the newest message's number is enough to know nothing is due.
+    looks: list[object] = []
+    is_due = agent_compaction.is_due
+
+    def counted(**kwargs: Any) -> bool:
+        looks.append(kwargs["thread_id"])
+        return is_due(**kwargs)
+
+    monkeypatch.setattr(agent_compaction, "is_due", counted)
+    thread = make_thread(project, max_open=None, max_tokens=1000, kind="sliding-window")
+    outcomes = [
+        compaction.message_append_compacting(thread=thread, role="user", content=hundred_tokens(i))
+        for i in range(1, 12)
+    ]
+    assert [o.compacted for o in outcomes] == [False] * 10 + [True]
+    assert looks == []
+    assert live_numbers(thread) == [7, 8, 9, 10, 11]
+    # A message appended while the run held the lease (here: before it looked again) is
+    # what makes it read the plan afresh.
+    outcome = compaction.auto_compact(thread_id=thread.pk, keep_from_sequence=5)
+    assert (outcome, looks) == (AutoCompaction(), [thread.pk])

@@ -174,8 +174,8 @@ def assert_compaction_invariants(thread_id: str) -> Message:
     return active[0]
 
 
-@pytest.fixture
-def run_in_thread() -> Iterator[Callable[[str, Callable[[], Any]], dict[str, Any]]]:
+@pytest.fixture(name="run_in_thread")
+def run_in_thread_fixture() -> Iterator[Callable[[str, Callable[[], Any]], dict[str, Any]]]:
     """Start ``fn`` on a named thread that closes its own DB connection; returns a box that
     gets ``value`` or ``error``, and ``thread`` to join."""
     started: list[threading.Thread] = []

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import pytest
 from django.db import connection, connections
 from django.test import Client
 
+from memoryapp import agent_compaction, agents
 from memoryapp.models import ApiKey, Message, Project, Thread
 from tests.conftest import BASE
 
@@ -140,6 +142,45 @@ def test_it_keeps_numbers_gapless_while_parallel_appends_trip_compaction(
     # threshold (review item 7: 2 of 13 such bursts had left 6 un-compacted).
     assert thread.compaction_lease_until is None
     assert len(live) < 5
+
+
+def test_it_leaves_an_agents_thread_within_its_budget_after_parallel_appends(
+    setup: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The agent's version of the test above: 20 appends of 100 tokens each against a
+    # budget of 1000. Appends that find another run holding the lease answer at once;
+    # the holder looks again after letting go, so once every append has answered the
+    # agent's budget no longer calls for a run (it used to stop after its own run).
+    # Each run takes 200 ms between its read and its commit, as a model call would, so
+    # appends do arrive during runs (a sliding window alone commits too fast for that).
+    secret, thread_id = setup
+    summarize = agent_compaction._summarize
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.2)
+        return summarize(*args, **kwargs)
+
+    monkeypatch.setattr(agent_compaction, "_summarize", slow)
+    agent, _ = agents.agent_define(
+        project=Project.objects.get(), name="dm", memory=None,
+        compaction={"type": "sliding-window", "maxTokens": 1000},
+    )
+    Thread.objects.filter(pk=thread_id).update(agent=agent)
+    contents = [f"{i:03d}" + "x" * 397 for i in range(PARALLEL)]
+
+    responses = run_in_threads(PARALLEL, lambda i: post_message(secret, thread_id, contents[i]))
+
+    assert [r.status_code for r in responses] == [201] * PARALLEL
+    rows = list(Message.objects.filter(thread_id=thread_id).order_by("sequence_number"))
+    thread = Thread.objects.get(pk=thread_id)
+    assert [m.sequence_number for m in rows] == list(range(1, len(rows) + 1))
+    assert {m.content for m in rows if not m.is_summary} == set(contents)
+    assert [m.pk for m in rows if m.is_summary and m.compacted_at is None] == [thread.active_summary_id]
+    live = [m for m in rows if not m.is_summary and m.compacted_at is None]
+    assert thread.uncompacted_count == len(live)
+    assert thread.compaction_lease_until is None
+    assert agent_compaction.is_due(thread_id=thread.pk) is False
+    assert len(live) <= 10  # 100 tokens each: more would pass the budget of 1000
 
 
 PROCESS_SCRIPT = r"""
