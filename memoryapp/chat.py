@@ -66,7 +66,9 @@ class TurnRecord:
     """Everything one turn has learnt so far; each step reads it and fills in its part.
 
     Inputs: ``thread`` (project-scoped by the caller), ``user``, ``content``,
-    ``system_prompt``, ``message_limit``, ``transient`` (nothing is stored, no tools).
+    ``system_prompt``, ``message_limit`` (None: prepare's default window, which on an
+    agent's thread is the agent's whole window), ``transient`` (nothing is stored, no
+    tools).
     ``timings`` are milliseconds per step (the context view's keys), ``lines`` the unsaved
     UsageLines of the turn.
     """
@@ -75,7 +77,7 @@ class TurnRecord:
     user: Any
     content: str
     system_prompt: str = ""
-    message_limit: int = working.MESSAGE_LIMIT_DEFAULT
+    message_limit: int | None = None
     transient: bool = False
     adapter: str = ""
     prices: Prices = field(default_factory=usage.prices)
@@ -176,7 +178,10 @@ def step_append(record: TurnRecord) -> None:
             user_message=outcome.message,
             adapter=record.adapter,
             system_prompt=record.system_prompt,
-            message_limit=record.message_limit,
+            # The limit the turn's prepare uses, also when it is the default window's.
+            message_limit=record.message_limit
+            if record.message_limit is not None
+            else working.default_message_limit(agent=record.thread.agent_id is not None),
         )
 
 
@@ -634,7 +639,7 @@ def chat_turn(
     user: Any,
     content: str,
     system_prompt: str = "",
-    message_limit: int = working.MESSAGE_LIMIT_DEFAULT,
+    message_limit: int | None = None,
     verbose: bool = False,
     transient: bool = False,
 ) -> dict[str, Any]:
@@ -648,6 +653,11 @@ def chat_turn(
     insert (user or assistant) tripped a compaction run that committed. Streams
     ``chat.delta`` ``{"turnId", "text"}`` per piece of the reply, then ``chat.done`` (the
     body without ``recall``), through memoryapp.events.
+
+    ``message_limit`` None (the client sent none) is prepare's default window: the
+    newest 20 messages of an ordinary thread, and on an agent's thread the agent's whole
+    window (its checkpoint and every message since; spec 004), as POST .../prepare
+    without messageLimit.
 
     ``transient``: TRANSIENT_STEPS instead (no tools, nothing stored, no event); the
     body is transient_body's (plus ``recall`` when ``verbose``), and a failed model call

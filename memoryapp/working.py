@@ -500,6 +500,13 @@ def agent_window_limit() -> int:
     return int(settings.MEMORY_AGENT_MAX_VERBATIM_MESSAGES)
 
 
+def default_message_limit(*, agent: bool) -> int:
+    """prepare's messageLimit when the client sends none: on an agent's thread
+    (``agent``) the agent's whole window, agent_window_limit() (spec 004), else
+    MESSAGE_LIMIT_DEFAULT (20, spec 002)."""
+    return agent_window_limit() if agent else MESSAGE_LIMIT_DEFAULT
+
+
 def _window_read(
     pk: uuid.UUID, project_id: int | None, message_limit: int | None
 ) -> tuple[sql.WindowHead, int, list[tuple[str, str, int, dict[str, Any] | None]]]:
@@ -510,7 +517,7 @@ def _window_read(
             raise ThreadNotFound()
         limit = message_limit
         if limit is None:
-            limit = agent_window_limit() if head.agent_id is not None else MESSAGE_LIMIT_DEFAULT
+            limit = default_message_limit(agent=head.agent_id is not None)
         tail = sql.tail_read(
             thread_id=pk,
             before=head.next_sequence,

@@ -75,6 +75,8 @@ class ChatIn(BaseModel):
 
     content: Content
     systemPrompt: SystemPrompt | None = None
+    # Left out: prepare's default window (memoryapp.working.prepare), 20 messages on an
+    # ordinary thread and the agent's whole window on an agent's thread (spec 004).
     messageLimit: MessageLimit = MESSAGE_LIMIT_DEFAULT
     verbose: StrictBool = False
     # spec 004 "The tools": a transient send offers no tools and leaves no trace.
@@ -92,7 +94,7 @@ def chat(request: HttpRequest, thread_id: uuid.UUID, payload: ChatIn) -> HttpRes
         user=request.user,
         content=payload.content,
         system_prompt=payload.systemPrompt or "",
-        message_limit=payload.messageLimit,
+        message_limit=payload.messageLimit if "messageLimit" in payload.model_fields_set else None,
         verbose=payload.verbose,
         transient=payload.transient,
     )

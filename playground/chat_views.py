@@ -17,6 +17,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
+from memoryapp import working
 from memoryapp.models import Turn, UsageLine
 from memoryapp.validation import (
     MESSAGE_LIMIT_DEFAULT,
@@ -39,7 +40,10 @@ def playground(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
 
     The messageLimit control starts at the thread's autoCompactThreshold when that is
     above the spec's default of 20 (capped at 100), so a first turn does not walk into the
-    messageLimit trap (spec 000) that prepare would warn about.
+    messageLimit trap (spec 000) that prepare would warn about. On an agent's thread it
+    is disabled and says why: each turn gets the agent's whole window (its checkpoint and
+    every message since, at most ``agent_window`` messages; spec 004), as prepare
+    without messageLimit, and a limit could only cut it short.
     """
     thread = get_thread_for_user(request, thread_id)
     context = thread_context(thread, None)
@@ -47,10 +51,14 @@ def playground(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     context["chat_url"] = project_url("playground:chat", project, thread.pk)
     context["turn_url_template"] = project_url("playground:turn-context", project, TURN_ID_PLACEHOLDER)
     context["turn_id_placeholder"] = TURN_ID_PLACEHOLDER
-    context["message_limit"] = min(
-        max(MESSAGE_LIMIT_DEFAULT, thread.auto_compact_threshold or 0),
-        MESSAGE_LIMIT_MAX,
-    )
+    if thread.agent_id is not None:
+        context["message_limit"] = None
+        context["agent_window"] = working.agent_window_limit()
+    else:
+        context["message_limit"] = min(
+            max(MESSAGE_LIMIT_DEFAULT, thread.auto_compact_threshold or 0),
+            MESSAGE_LIMIT_MAX,
+        )
     context["message_limit_max"] = MESSAGE_LIMIT_MAX
     return page(request, "playground/playground.html", context, project=project)
 

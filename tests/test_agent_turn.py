@@ -25,6 +25,7 @@ from tests.fakes.gemini_server import (
     stream_chunks,
 )
 from tests.test_chat import post_chat
+from tests.test_dashboard_views import tree, url
 
 
 @pytest.fixture
@@ -218,3 +219,88 @@ def test_it_labels_gemini_input_tokens_as_reported_by_the_model(
     html = client.get(reverse("playground:turn-context", args=[turn.pk]) + f"?projectId={project.pk}").content.decode()
     assert "Input tokens reported by the model: 200 over its 2 calls" in html
     assert f"Model input of call 1 (exact): {turn.context['input']['totalTokens']} of" in html
+
+
+# --- the agent's window in the playground ----------------------------------------------------
+
+
+def fill(thread: Thread, count: int) -> None:
+    for i in range(1, count + 1):
+        working.message_append(thread=thread, role="user" if i % 2 else "assistant", content=f"turn {i}")
+
+
+def test_a_playground_turn_on_an_agents_thread_gets_the_agents_whole_window(
+    client: Client, project: Project, thread: Thread
+) -> None:
+    # The chat route used to send prepare messageLimit 20 whatever the thread: with 30
+    # messages since the checkpoint the agent's turn saw only the last 20 (the user's
+    # message among them) and nothing said so. Without messageLimit it gets them all.
+    fill(thread, 30)
+    resp = post_chat(client, thread, {"content": "Where were we?"})
+    assert resp.status_code == 201, resp.content
+    assert resp.json()["prepare"] == {"messageCount": 31, "truncated": False, "compacted": False}
+    turn = Turn.objects.get()
+    assert turn.message_limit == 200  # the agent's window, MEMORY_AGENT_MAX_VERBATIM_MESSAGES
+    expected = [f"turn {i}" for i in range(1, 31)] + ["Where were we?"]
+    assert [m["content"] for m in turn.context["prepare"]["tail"]] == expected
+    assert turn.context["prepare"]["warning"] is None
+    # The X-ray: the exact model input holds every message of the window, each by its number.
+    assert [(m["source"], m["content"]) for m in turn.context["input"]["messages"]] == [
+        ({"kind": "message", "sequenceNumber": n}, text) for n, text in enumerate(expected, start=1)
+    ]
+    page = tree(client.get(url("playground:turn-context", project, turn.pk)))
+    assert [node.attrs["data-seq"] for node in page.by_testid("xray-message")] == [str(n) for n in range(1, 32)]
+    assert len(page.by_testid("context-tail")[0].all(lambda n: n.tag == "li")) == 31
+
+
+def test_a_message_limit_sent_for_an_agents_thread_is_kept_and_warned_about(
+    client: Client, thread: Thread
+) -> None:
+    fill(thread, 30)
+    resp = post_chat(client, thread, {"content": "Where were we?", "messageLimit": 20})
+    assert resp.json()["prepare"] == {"messageCount": 31, "truncated": True, "compacted": False}
+    turn = Turn.objects.get()
+    assert turn.message_limit == 20
+    assert [m["content"] for m in turn.context["prepare"]["tail"]] == [f"turn {i}" for i in range(12, 31)] + [
+        "Where were we?"
+    ]
+    assert turn.context["prepare"]["warning"] == (
+        "messageLimit (20) leaves out the 11 oldest of the 31 messages since this agent's checkpoint; "
+        "an agent's context is its checkpoint and every message since (spec 004). Send prepare without "
+        "messageLimit to get them all."
+    )
+
+
+def test_a_playground_turn_on_an_ordinary_thread_still_gets_twenty_by_default(
+    client: Client, project: Project
+) -> None:
+    plain = working.thread_create(project=project, dataset="user_42")
+    fill(plain, 30)
+    resp = post_chat(client, plain, {"content": "Where were we?"})
+    assert resp.json()["prepare"] == {"messageCount": 31, "truncated": True, "compacted": False}
+    turn = Turn.objects.get()
+    assert turn.message_limit == 20
+    assert [m["content"] for m in turn.context["prepare"]["tail"]] == [f"turn {i}" for i in range(12, 31)] + [
+        "Where were we?"
+    ]
+
+
+def test_the_playground_disables_the_message_limit_on_an_agents_thread_and_says_why(
+    client: Client, project: Project, thread: Thread
+) -> None:
+    page = tree(client.get(url("playground:playground", project, thread.pk)))
+    limit = page.by_testid("chat-message-limit")[0]
+    assert ("disabled" in limit.attrs, "value" in limit.attrs, limit.attrs["placeholder"]) == (
+        True, False, "whole window",
+    )
+    assert page.by_testid("chat-message-limit-hint")[0].full_text() == (
+        "An agent's thread: each turn gets the agent's whole window, its checkpoint and every "
+        "message since (at most 200), so there is no limit to set."
+    )
+    plain = working.thread_create(project=project, dataset="user_42")
+    page = tree(client.get(url("playground:playground", project, plain.pk)))
+    limit = page.by_testid("chat-message-limit")[0]
+    assert ("disabled" in limit.attrs, limit.attrs["value"]) == (False, "20")
+    assert page.by_testid("chat-message-limit-hint")[0].full_text() == (
+        "How many recent messages prepare returns (1\u2013100); the summary comes on top."
+    )

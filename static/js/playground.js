@@ -199,7 +199,8 @@
       var payload = { content: content, verbose: verbose.checked };
       var isTransient = Boolean(transient && transient.checked);
       if (isTransient) payload.transient = true;
-      var limit = messageLimit.value.trim();
+      // Disabled on an agent's thread: no messageLimit sends the agent's whole window.
+      var limit = messageLimit.disabled ? "" : messageLimit.value.trim();
       if (limit !== "") payload.messageLimit = Number(limit);
       if (systemPrompt.value.trim()) payload.systemPrompt = systemPrompt.value;
 

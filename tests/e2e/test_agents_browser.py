@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from memoryapp import working
-from memoryapp.models import Agent, ApiKey, Thread
+from memoryapp import agents, working
+from memoryapp.models import Agent, ApiKey, Thread, Turn
 from tests.e2e.test_browser import (
     LIVE_TIMEOUT_MS,
     TURN_TIMEOUT_MS,
@@ -94,4 +94,36 @@ def test_it_defines_an_agent_remembers_offline_and_ends_on_the_memories_surface(
     expect(calls.nth(0).get_by_test_id("tool-name")).to_have_text("close_memory")
     assert re.search(r"my sister is called Ada", calls.nth(0).get_by_test_id("tool-arguments").inner_text())
     expect(calls.nth(1).get_by_test_id("tool-name")).to_have_text("open_memory")
+    assert seen.dialogs == [] and seen.errors == []
+
+
+def test_an_agents_playground_turn_gets_its_whole_window_and_the_xray_shows_it(
+    owner: Owner, live_url: str, new_page: Any
+) -> None:
+    # The playground used to send messageLimit 20 on every thread: an agent's turn with 30
+    # messages since its checkpoint saw the last 20. The control is disabled there, says
+    # why, and the turn's X-ray lists every message of the window.
+    agent, _ = agents.agent_define(project=owner.project, name="dm", memory={})
+    thread = working.thread_create(project=owner.project, dataset="user_42", agent=agent)
+    for i in range(1, 31):
+        working.message_append(thread=thread, role="user" if i % 2 else "assistant", content=f"turn {i}")
+    page = new_page()
+    seen = watch(page)
+    log_in(page, live_url)
+    open_live(page, thread_url(live_url, thread, "playground/"))
+    expect(page.get_by_test_id("chat-message-limit")).to_be_disabled()
+    expect(page.get_by_test_id("chat-message-limit-hint")).to_have_text(
+        "An agent's thread: each turn gets the agent's whole window, its checkpoint and every "
+        "message since (at most 200), so there is no limit to set."
+    )
+    send_turn(page, "Where were we?")
+    expect(page.locator("#chat-pending li")).to_have_count(0, timeout=TURN_TIMEOUT_MS)
+    turn = Turn.objects.get(thread=thread)
+    assert (turn.message_limit, len(turn.context["input"]["messages"])) == (200, 31)
+
+    page.get_by_test_id("message-xray").last.click()
+    messages = page.get_by_test_id("xray-message")
+    expect(messages).to_have_count(31)
+    expect(messages.nth(0).get_by_test_id("xray-message-source")).to_have_text("message #1")
+    expect(messages.nth(30).locator("pre")).to_have_text("Where were we?")
     assert seen.dialogs == [] and seen.errors == []
