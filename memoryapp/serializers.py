@@ -57,7 +57,8 @@ def thread_to_dict(thread: Thread | ThreadView) -> dict[str, Any]:
         "dataset": thread.dataset,
         "tags": list(thread.tags),
         "metadata": thread.metadata,
-        "autoCompactThreshold": thread.auto_compact_threshold,
+        # Never applies to an agent's thread (spec 004; cleared there by migration 0020).
+        "autoCompactThreshold": None if agent else thread.auto_compact_threshold,
         "agent": agent,
         "createdAt": iso_ms(thread.created),
         "lastActivityAt": iso_ms(thread.last_activity),

@@ -124,8 +124,10 @@ class ThreadEditForm(_NoColon, _ThreadSettings):
 
     @classmethod
     def for_thread(cls, thread: Thread) -> ThreadEditForm:
-        """The unbound form showing ``thread``'s current values."""
-        return cls(initial={"tags": ", ".join(thread.tags), "auto_compact_threshold": thread.auto_compact_threshold})
+        """The unbound form showing ``thread``'s current values (no threshold on an agent's
+        thread, where none applies: spec 004)."""
+        threshold = None if thread.agent_id is not None else thread.auto_compact_threshold
+        return cls(initial={"tags": ", ".join(thread.tags), "auto_compact_threshold": threshold})
 
 
 class ProjectCreateForm(_NoColon, forms.Form):

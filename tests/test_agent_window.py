@@ -14,7 +14,7 @@ from memoryapp import agents, working
 from memoryapp.models import Thread
 from tests.conftest import BASE, Api, World
 from tests.test_api_agents import agent_thread
-from tests.test_dashboard_views import url
+from tests.test_dashboard_views import tree, url
 from tests.test_thread_admin_views import field_errors
 
 
@@ -145,3 +145,57 @@ def test_the_dashboard_forms_refuse_a_threshold_for_an_agents_thread_on_the_form
     thread.refresh_from_db()
     assert (thread.tags, thread.auto_compact_threshold) == ([], None)
     assert client.post(edit_url, {"tags": "web", "auto_compact_threshold": ""}).status_code == 302
+
+
+# --- a threshold left on an agent's thread from before it was refused ---------------------------
+
+
+def stale_agent_thread(api: Api, threshold: int) -> str:
+    """An agent's thread carrying the autoCompactThreshold it could be given before it was
+    refused there (written straight to the row, as it then was)."""
+    thread_id = agent_thread(api)
+    Thread.objects.filter(pk=thread_id).update(auto_compact_threshold=threshold)
+    return thread_id
+
+
+def test_migration_0020_clears_the_threshold_of_agents_threads_only(api: Api) -> None:
+    import importlib
+
+    from django.apps import apps
+
+    stale = stale_agent_thread(api, 3)
+    clean = api.create_thread(agent="dm")["threadId"]
+    plain = api.create_thread(autoCompactThreshold=30)["threadId"]
+    migration = importlib.import_module("memoryapp.migrations.0020_agent_thread_threshold_cleared")
+    assert migration.clear_agent_thresholds(apps, None) == 1
+    thresholds = dict(Thread.objects.values_list("id", "auto_compact_threshold"))
+    assert {str(k): v for k, v in thresholds.items()} == {stale: None, clean: None, plain: 30}
+    assert migration.clear_agent_thresholds(apps, None) == 0
+
+
+def test_nothing_reads_a_stale_threshold_on_an_agents_thread(api: Api, world: World) -> None:
+    thread_id = stale_agent_thread(api, 3)
+    # The thread resource says none applies (it showed 3) ...
+    assert api.get(f"{BASE}/threads/{thread_id}").json()["autoCompactThreshold"] is None
+    listed = api.get(f"{BASE}/threads").json()["threads"]
+    assert [t["autoCompactThreshold"] for t in listed if t["threadId"] == thread_id] == [None]
+    # ... appends compact by the agent's budget, not every third message ...
+    fill(api, thread_id, 6)
+    assert Thread.objects.get(pk=thread_id).compaction_count == 0
+    # ... and prepare warns in the agent's terms, not of the messageLimit trap.
+    assert prepare(api, thread_id, {"messageLimit": 2})["warning"].startswith(
+        "messageLimit (2) leaves out the 4 oldest of the 6 messages since this agent's checkpoint"
+    )
+    # The thread page says how it compacts, and its edit form (which showed 3 and then
+    # refused to save it) starts empty and saves.
+    client = world.client(world.member)
+    page = tree(client.get(url("playground:thread", world.project, thread_id)))
+    assert " ".join(page.by_testid("thread-auto-compact")[0].full_text().split()) == (
+        "Auto-compact by its agent's budget"
+    )
+    (form,) = page.by_testid("thread-edit-form")
+    inputs = {n.attrs["name"]: n.attrs.get("value") for n in form.all(lambda n: n.tag == "input")}
+    assert (inputs["tags"], inputs["auto_compact_threshold"]) == (None, None)  # no value attribute
+    edit_url = url("playground:thread-edit", world.project, thread_id)
+    assert client.post(edit_url, {"tags": "web", "auto_compact_threshold": ""}).status_code == 302
+    assert Thread.objects.filter(pk=thread_id).values_list("tags", "auto_compact_threshold").get() == (["web"], None)
