@@ -5,10 +5,14 @@ raw message rows of an episode's range (memoryapp.episodic runs the job and call
 facts_store inside its one transaction). DESIGN.md sections 4-5 give the shapes.
 
 Lineage rules (facts_store):
-- A fact with the same subject, the same attribute and the same value (one value's words
-  contain the other's: "Prius" and "Toyota Prius") as a current fact is a **reworded
-  duplicate**: it is merged into the current fact (its source messages are added), never
-  stored twice and never treated as a contradiction. A fact without an attribute is a
+- A fact with the same subject and attribute as a current fact whose value only
+  **restates** it is a **reworded duplicate** (restates): the later statement's value
+  words (filler aside, plurals folded) are the earlier one's, or fewer of them ("a Prius
+  now" after "Toyota Prius": a shorthand). It is merged into the current fact (its
+  source messages are added), never stored twice and never treated as a contradiction.
+  A later value with a word the earlier one lacks is not a duplicate, even if it
+  contains the earlier one: "senior engineer" after "engineer" is a promotion, "Toyota
+  Prius" after "Prius" more specific, both new values. A fact without an attribute is a
   duplicate when its words (stop words aside) are those of a current fact of its subject.
 - A fact with the same subject and a **single-valued** attribute but another value
   **invalidates** the current one: the older fact gets ``invalidated_at`` (the newer
@@ -34,6 +38,7 @@ import re
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
@@ -95,9 +100,28 @@ def text_key(text: str) -> str:
 
 
 def values_match(a: str, b: str) -> bool:
-    """Whether two value keys name the same value: one's words contain the other's."""
+    """Whether two value keys name the same thing: one's words contain the other's
+    ("acme" and "acme corp"; for naming a thing, not for telling values apart)."""
     left, right = set(a.split()), set(b.split())
     return bool(left and right) and (left <= right or right <= left)
+
+
+def _value_words(key: str) -> set[str]:
+    # A plural and its singular are one word of a value ("dogs", "dog").
+    return {
+        w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+        for w in key.split()
+    }
+
+
+def restates(later: str, earlier: str) -> bool:
+    """Whether a value stated later (value key ``later``) only restates the value stated
+    earlier (``earlier``): its words, plurals folded, are all among the earlier one's
+    ("prius" after "toyota prius", "toyota prius" after "prius toyota"). A later value
+    with a word of its own is new information, more specific or a change ("senior
+    engineer" after "engineer"), never a restatement."""
+    words = _value_words(later)
+    return bool(words) and words <= _value_words(earlier)
 
 
 # --- entities ---------------------------------------------------------------------------
@@ -287,9 +311,18 @@ class _Ledger:
         self.new: list[Fact] = []
         self.changed: dict[object, Fact] = {}
 
-    def duplicate(self, subject: Entity, attribute: str, key: str) -> Fact | None:
+    def duplicate(
+        self, subject: Entity, attribute: str, key: str, valid_from: datetime
+    ) -> Fact | None:
+        """The current fact that a statement of ``key`` at ``valid_from`` restates (the
+        later of the two restating the earlier), or None."""
         for fact in self.current.get((subject.pk, attribute), []):
-            same = values_match(fact.value_key, key) if attribute else fact.value_key == key
+            if not attribute:
+                same = fact.value_key == key
+            elif fact.valid_from <= valid_from:
+                same = restates(key, fact.value_key)
+            else:  # stored out of order: the current fact is the later statement
+                same = restates(fact.value_key, key)
             if same:
                 return fact
         return None
@@ -323,10 +356,13 @@ class _Ledger:
             self.stored.invalidated.append(new)
             return
         for old in others:
-            old.invalidated_at, old.invalidated_by = new.valid_from, new
-            self.current[(old.subject_id, old.attribute)].remove(old)
-            self.changed[old.pk] = old
-            self.stored.invalidated.append(old)
+            self._invalidate(old, new)
+
+    def _invalidate(self, old: Fact, new: Fact) -> None:
+        old.invalidated_at, old.invalidated_by = new.valid_from, new
+        self.current[(old.subject_id, old.attribute)].remove(old)
+        self.changed[old.pk] = old
+        self.stored.invalidated.append(old)
 
     def flush(self) -> None:
         Fact.objects.bulk_create(self.new)
@@ -372,7 +408,8 @@ def _store_one(
     ]
     attribute = " ".join(extracted.attribute.lower().split())[:100]
     key = value_key(extracted.value) if attribute else text_key(extracted.text)
-    duplicate = ledger.duplicate(subject, attribute, key)
+    valid_from = max(m.created_at for m in sources)
+    duplicate = ledger.duplicate(subject, attribute, key, valid_from)
     if duplicate is not None:
         ledger.merge(duplicate, sources, mentioned)
         return
@@ -389,7 +426,7 @@ def _store_one(
         value_key=key,
         single_valued=bool(attribute) and extracted.single_valued,
         source_message_ids=[str(m.id) for m in sources],
-        valid_from=max(m.created_at for m in sources),
+        valid_from=valid_from,
         created=timezone.now(),
     )
     ledger.add(fact, mentioned)

@@ -116,7 +116,7 @@ def test_it_invalidates_the_civic_by_the_prius_and_merges_a_reworded_prius(
     assert len(every) == len(current) + 1
 
     third = api.create_thread(dataset="user_42")["threadId"]
-    (again,) = _say(api, third, "I drive a Toyota Prius")
+    (again,) = _say(api, third, "I still drive the Prius")
     resp = end(api, third)
     job = api.get(f"{MEMORY}/jobs/{resp.json()['jobId']}").json()
 
@@ -314,7 +314,7 @@ def test_it_tells_the_honda_story_of_issue_8_over_http(
 
     before = _facts(api, dataset="user_42", includeInvalidated="true")
     third = api.create_thread(dataset="user_42")["threadId"]
-    (again,) = _say(api, third, "I drive a Toyota Prius")
+    (again,) = _say(api, third, "I still drive the Prius")
     job = api.get(f"{MEMORY}/jobs/{end(api, third).json()['jobId']}").json()
 
     assert job["result"]["factsCreated"] == job["result"]["factsInvalidated"] == 0

@@ -124,15 +124,94 @@ def test_a_model_written_summary_stays_unless_it_is_the_removed_facts_text(
 def test_it_merges_a_reworded_duplicate_instead_of_storing_it(
     project: Project, clock: Clock
 ) -> None:
-    (first,) = _episode(_thread(project), "I drive a Prius now")
+    """A later value whose words are the earlier one's, or fewer ("a Prius now" after
+    "Toyota Prius"), restates it: one fact, both sources."""
+    (first,) = _episode(_thread(project), "I drive a Toyota Prius")
     clock.set("2026-08-21T10:00:00.000Z")
-    (again,) = _episode(_thread(project), "I drive a Toyota Prius")
+    (again,) = _episode(_thread(project), "I drive a Prius now")
+    clock.set("2026-08-22T10:00:00.000Z")
+    (third,) = _episode(_thread(project), "I drive the Toyota Prius")
 
     (fact,) = Fact.objects.all()
-    assert fact.invalidated_at is None
+    assert (fact.value, fact.invalidated_at) == ("Toyota Prius", None)
+    assert fact.source_message_ids == [str(first.id), str(again.id), str(third.id)]
+    assert Entity.objects.get(key="toyota prius").name == "Toyota Prius"
+    assert not Entity.objects.filter(key="prius").exists()
+
+
+@pytest.mark.parametrize(
+    ("earlier", "later", "current"),
+    [
+        ("I am an engineer", "I am now a senior engineer", "senior engineer"),
+        ("I drive a Prius", "I drive a Toyota Prius", "Toyota Prius"),
+        ("I live in Portland", "I live in Portland Maine", "Portland Maine"),
+    ],
+)
+def test_a_later_value_that_contains_the_earlier_one_replaces_it(
+    project: Project, clock: Clock, earlier: str, later: str, current: str
+) -> None:
+    """Containment is not duplication: the later value says more (a promotion, a more
+    specific name), so it is the current value and the earlier one is invalidated by
+    it, as any other value of a single-valued attribute is."""
+    _episode(_thread(project), earlier)
+    clock.set("2026-08-21T10:00:00.000Z")
+    (said,) = _episode(_thread(project), later)
+
+    old = Fact.objects.get(invalidated_at__isnull=False)
+    new = Fact.objects.current().get()
+    assert new.value == current
+    assert (old.invalidated_by, old.invalidated_at) == (new, said.created_at)
+
+
+def test_a_shorter_later_value_restates_the_more_specific_one(
+    project: Project, clock: Clock
+) -> None:
+    """The other direction: "engineer" after "senior engineer" adds nothing, so it is
+    merged into the current "senior engineer", which stays current."""
+    (first,) = _episode(_thread(project), "I'm a senior engineer")
+    clock.set("2026-08-21T10:00:00.000Z")
+    (again,) = _episode(_thread(project), "I'm an engineer")
+
+    (fact,) = Fact.objects.all()
+    assert (fact.value, fact.invalidated_at) == ("senior engineer", None)
     assert fact.source_message_ids == [str(first.id), str(again.id)]
-    assert Entity.objects.get(key="prius").name == "Prius"
-    assert not Entity.objects.filter(key="toyota prius").exists()
+
+
+def test_an_out_of_order_less_specific_statement_is_stored_invalidated(
+    project: Project, clock: Clock
+) -> None:
+    """Extracted out of order, the earlier "engineer" arrives after the later "senior
+    engineer": it is the earlier statement, so it is stored invalidated by the newer
+    one, not merged into it."""
+    clock.set("2026-08-21T10:00:00.000Z")
+    _episode(_thread(project), "I am now a senior engineer")
+    other = _thread(project)
+    msg = working.message_append(thread=other, role="user", content="I am an engineer").message
+    Message.objects.filter(pk=msg.pk).update(created_at=clock.now.replace(year=2025))
+    episodic.episode_build(thread_id=other.pk, from_sequence=1, to_sequence=1)
+
+    senior, plain = Fact.objects.get(value="senior engineer"), Fact.objects.get(value="engineer")
+    assert (plain.invalidated_by, senior.invalidated_at) == (senior, None)
+
+
+@pytest.mark.parametrize(
+    ("later", "earlier", "expected"),
+    [
+        ("prius", "prius", True),
+        ("prius", "toyota prius", True),
+        ("prius toyota", "toyota prius", True),
+        ("dog", "dogs", True),
+        ("toyota prius", "prius", False),
+        ("senior engineer", "engineer", False),
+        ("engineer", "senior engineer", True),
+        ("quit", "engineer", False),
+        ("", "engineer", False),
+    ],
+)
+def test_a_later_value_restates_an_earlier_one_only_with_no_word_of_its_own(
+    later: str, earlier: str, expected: bool
+) -> None:
+    assert semantic.restates(later, earlier) is expected
 
 
 def test_it_keeps_several_values_of_a_multi_valued_attribute(project: Project) -> None:
