@@ -51,6 +51,7 @@ from django.db import connection, transaction
 
 from memoryapp import bm25
 from memoryapp.models import Project
+from memoryapp.search_words import search_text
 from memoryapp.sql import FTS_PENDING, FTS_TABLE, search_index_catch_up
 from memoryapp.stopwords import FUNCTION_WORDS
 
@@ -102,8 +103,9 @@ STOP_WORDS = FUNCTION_WORDS | frozenset(
 
 
 def query_words(text: str) -> list[str]:
-    """Every distinct lower-cased word of ``text``, in order."""
-    return list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+    """Every distinct lower-cased word of ``text``, in order, apostrophes read as the
+    indexes read them (memoryapp.search_words: "Mara's" is "mara", never "s")."""
+    return list(dict.fromkeys(w.lower() for w in _WORD.findall(search_text(text))))
 
 
 def query_terms(query: str) -> list[str]:

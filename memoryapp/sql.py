@@ -27,6 +27,7 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transac
 
 from memoryapp.models import Agent, Message, Thread, ThreadTag
 from memoryapp.results import MessageView, ThreadCounters, ThreadView
+from memoryapp.search_words import SQLITE_FUNCTION
 from memoryapp.sqlite_backend.base import qmark
 
 # The columns an append writes, in the INSERT's order.
@@ -390,6 +391,7 @@ def wal_checkpoint() -> None:
 # SQLite's full-text index of messages (migration 0015): inserts queue their rowid in
 # FTS_PENDING; search_index_catch_up indexes the queue. An append runs it every
 # FTS_BATCH rows, so at most about that many rows wait when nobody recalls.
+# Each row is indexed as memoryapp.search_words reads it (migration 0020).
 FTS_TABLE = "memoryapp_message_fts"
 FTS_PENDING = "memoryapp_message_fts_pending"
 FTS_BATCH = 256
@@ -416,7 +418,7 @@ def search_index_catch_up() -> int:
     queue = contextlib.nullcontext() if connection.in_atomic_block else writers_queue()
     with queue, transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {FTS_TABLE}(rowid, content) SELECT m.rowid, m.content "
+            f"INSERT INTO {FTS_TABLE}(rowid, content) SELECT m.rowid, {SQLITE_FUNCTION}(m.content) "
             f"FROM {FTS_PENDING} AS p JOIN {_q(Message._meta.db_table)} AS m "
             "ON m.rowid = p.message_rowid"
         )

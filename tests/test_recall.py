@@ -186,7 +186,7 @@ def test_it_returns_nothing_for_a_query_without_words(project: Project, corpus: 
 
 def test_it_keeps_stop_words_when_the_query_has_nothing_else(project: Project) -> None:
     assert search_mod.query_terms("What is it?") == ["what", "is", "it"]
-    assert search_mod.query_terms("What is Maria's job?") == ["maria", "s", "job"]
+    assert search_mod.query_terms("What is Maria's job?") == ["maria", "job"]
 
 
 def test_it_forgets_deleted_messages(project: Project, corpus: dict[str, Any]) -> None:
@@ -1000,3 +1000,49 @@ def test_a_message_still_true_in_what_the_query_asks_keeps_its_place(
                    thread_id=aged["current"].pk)
     assert _ids(found["raw"])[0] == aged["was"]
     assert aged["now"] not in _ids(found["raw"])
+
+
+def test_apostrophe_fragments_are_no_search_words_on_either_engine(project: Project) -> None:
+    """SQLite's tokenizer split "Maria's" and "don't" into "maria" + "s", "don" + "t" and
+    the query's words did too: a question with a possessive searched for "s". Now both
+    read the clitic (memoryapp.search_words), as PostgreSQL's stop words did for s/t."""
+    dog, noise = _say(_thread(project), "Maria's dog is called Rex", "It's loud and I don't sleep")
+
+    assert search_raw(project=project, dataset="user_42", query="s") == []
+    assert search_raw(project=project, dataset="user_42", query="t") == []
+    assert _ids(search_raw(project=project, dataset="user_42", query="Who is Maria's dog?")) == [
+        str(dog.id)
+    ]
+    assert _ids(search_raw(project=project, dataset="user_42", query="what's loud")) == [
+        str(noise.id)
+    ]
+
+
+def _vocabulary(table: str) -> set[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE IF EXISTS temp.{table}_vocab")
+        cursor.execute(
+            f"CREATE VIRTUAL TABLE temp.{table}_vocab USING fts5vocab('main', '{table}', 'row')"
+        )
+        cursor.execute(f"SELECT term FROM temp.{table}_vocab")
+        terms = {row[0] for row in cursor.fetchall()}
+        cursor.execute(f"DROP TABLE temp.{table}_vocab")
+    return terms
+
+
+@sqlite_only
+def test_sqlite_indexes_no_fragment_of_an_apostrophe(project: Project) -> None:
+    thread = _thread(project)
+    rows = _say(thread, "My sister's name is Mara", "I don't drive, it's too far")
+    episode_build(thread_id=thread.pk, from_sequence=1, to_sequence=rows[-1].sequence_number)
+    search_raw(project=project, dataset="user_42", query="Mara")  # indexes the queue
+
+    assert Fact.objects.filter(text__contains="'s").exists()
+    for table in ("memoryapp_message_fts", "memoryapp_fact_fts", "memoryapp_episode_fts"):
+        terms = _vocabulary(table)
+        assert "sister" in terms and not terms & {"s", "t", "don", "ll", "ve", "re"}, table
+    _fts_intact()
+    Message.objects.filter(pk=rows[0].pk).update(content="My brother's name is Tom")
+    Fact.objects.all().delete()
+    _fts_intact()
+    assert not _vocabulary("memoryapp_fact_fts")

@@ -8,6 +8,8 @@ content. PostgreSQL's 'english' configuration stems already: nothing to do there
 
 A later migration that makes Django rebuild memoryapp_fact or memoryapp_episode on SQLite
 must run ``drop_sqlite`` then ``create_sqlite`` from *this* module after its change.
+Since 0020 the tables index memoryapp_search_text(...) through views: use 0020's
+``drop_sqlite`` / ``create_sqlite`` instead.
 """
 
 from __future__ import annotations

@@ -6,8 +6,10 @@ statement on this machine, for an append's UPDATE and INSERT more than SQLite ta
 run them. An append runs them holding the write lock every other appender queues for
 (memoryapp.sql.writers_queue), so that time was everyone's. The same few query texts come
 back all the time (the hot paths' own, the ORM's), so the conversion is cached per text
-(a bounded LRU: a query built with a varying text only misses). Everything else is
-Django's backend as is; settings.py names this module as the SQLite ENGINE.
+(a bounded LRU: a query built with a varying text only misses). Every new connection also
+gets the SQL function memoryapp.search_words.SQLITE_FUNCTION, which the full-text
+indexes' views and triggers call (migration 0020). Everything else is Django's backend as
+is; settings.py names this module as the SQLite ENGINE.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from functools import lru_cache
 from typing import Any
 
 from django.db.backends.sqlite3 import base
+
+from memoryapp.search_words import SQLITE_FUNCTION, sqlite_search_text
 
 
 @lru_cache(maxsize=2048)
@@ -36,7 +40,13 @@ class SQLiteCursorWrapper(base.SQLiteCursorWrapper):
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
-    """Django's SQLite connection, handing out SQLiteCursorWrapper cursors."""
+    """Django's SQLite connection, handing out SQLiteCursorWrapper cursors, with the
+    search-text SQL function registered."""
+
+    def get_new_connection(self, conn_params: Any) -> Any:
+        conn = super().get_new_connection(conn_params)
+        conn.create_function(SQLITE_FUNCTION, 1, sqlite_search_text, deterministic=True)
+        return conn
 
     def create_cursor(self, name: Any = None) -> SQLiteCursorWrapper:
         return self.connection.cursor(factory=SQLiteCursorWrapper)
