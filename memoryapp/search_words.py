@@ -15,7 +15,7 @@ not", "won't" -> "will not"). Typographic apostrophes (U+2019, U+02BC) count as 
 one; an apostrophe that starts no clitic ("O'Brien", "rock'n'roll") is left to the
 engine. Used by the query's words (memoryapp.message_search.query_words, on every engine)
 and by SQLite's full-text indexes (the SQL function SQLITE_FUNCTION, registered on every
-connection by memoryapp.sqlite_backend; migration 0020), so the index and the query read
+connection by memoryapp.sqlite_backend; migration 0021), so the index and the query read
 a word alike. PostgreSQL's stored vectors keep its parser's split, whose "s" and "t" its
 stop words drop (docs/decisions.md, "Apostrophes in search").
 """
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-#: The SQL function name of search_text on SQLite connections (migration 0020's views and
+#: The SQL function name of search_text on SQLite connections (migration 0021's views and
 #: triggers call it).
 SQLITE_FUNCTION = "memoryapp_search_text"
 

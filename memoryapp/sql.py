@@ -391,7 +391,7 @@ def wal_checkpoint() -> None:
 # SQLite's full-text index of messages (migration 0015): inserts queue their rowid in
 # FTS_PENDING; search_index_catch_up indexes the queue. An append runs it every
 # FTS_BATCH rows, so at most about that many rows wait when nobody recalls.
-# Each row is indexed as memoryapp.search_words reads it (migration 0020).
+# Each row is indexed as memoryapp.search_words reads it (migration 0021).
 FTS_TABLE = "memoryapp_message_fts"
 FTS_PENDING = "memoryapp_message_fts_pending"
 FTS_BATCH = 256

@@ -7,7 +7,7 @@ SQLite: the FTS5 table of 0003 is rebuilt with the ``porter`` tokenizer wrapped 
 external content; 0003's caveats hold for this table: a migration that makes Django
 rebuild memoryapp_message on SQLite must run ``drop_sqlite`` then ``create_sqlite`` from
 *this* module after its schema change.
-Since 0020 the table indexes memoryapp_search_text(content) through a view: use 0020's
+Since 0021 the table indexes memoryapp_search_text(content) through a view: use 0021's
 ``drop_sqlite`` / ``create_sqlite`` instead.
 
 PostgreSQL: the 'english' configuration stems already; what was slow is that ranking

@@ -8,7 +8,7 @@ content. PostgreSQL's 'english' configuration stems already: nothing to do there
 
 A later migration that makes Django rebuild memoryapp_fact or memoryapp_episode on SQLite
 must run ``drop_sqlite`` then ``create_sqlite`` from *this* module after its change.
-Since 0020 the tables index memoryapp_search_text(...) through views: use 0020's
+Since 0021 the tables index memoryapp_search_text(...) through views: use 0021's
 ``drop_sqlite`` / ``create_sqlite`` instead.
 """
 

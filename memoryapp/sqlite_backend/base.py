@@ -8,7 +8,7 @@ run them. An append runs them holding the write lock every other appender queues
 back all the time (the hot paths' own, the ORM's), so the conversion is cached per text
 (a bounded LRU: a query built with a varying text only misses). Every new connection also
 gets the SQL function memoryapp.search_words.SQLITE_FUNCTION, which the full-text
-indexes' views and triggers call (migration 0020). Everything else is Django's backend as
+indexes' views and triggers call (migration 0021). Everything else is Django's backend as
 is; settings.py names this module as the SQLite ENGINE.
 """
 

@@ -128,7 +128,7 @@ def backwards(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memoryapp", "0019_search_accent_folding"),
+        ("memoryapp", "0020_agent_thread_threshold_cleared"),
     ]
 
     operations = [migrations.RunPython(forwards, backwards, elidable=False)]
