@@ -60,13 +60,27 @@ def pool_corpus(hits: Sequence[Sequence[bool]], lengths: Sequence[int], size: in
     return Corpus(size=max(size, len(hits)), mean_length=max(mean, 1.0), frequency=frequency)
 
 
-def scores(hits: Sequence[Sequence[bool]], lengths: Sequence[int], corpus: Corpus) -> list[float]:
+def scores(
+    hits: Sequence[Sequence[bool]],
+    lengths: Sequence[int],
+    corpus: Corpus,
+    weights: Sequence[float] | None = None,
+    alternatives: Sequence[int] = (),
+) -> list[float]:
     """The BM25 score of every document (module doc), in order; 0.0 for one that has no
-    query word."""
+    query word. ``weights``: per query word, a factor on its idf (a word the query only
+    implies counts less than one it says: memoryapp.query_intent); None: 1.0 each.
+    ``alternatives``: the indices of words that stand for one another (the words a
+    question implies): a document counts only the best of them that it has."""
     idfs = corpus.idfs()
+    if weights is not None and hits:
+        idfs = [idf * weight for idf, weight in zip(idfs, weights, strict=True)]
+    either = set(alternatives)
     out = []
     for row, length in zip(hits, lengths, strict=True):
-        weight = sum(idf for idf, hit in zip(idfs, row, strict=True) if hit)
+        weight = sum(idf for i, (idf, hit) in enumerate(zip(idfs, row, strict=True))
+                     if hit and i not in either)
+        weight += max((idfs[i] for i in either if row[i]), default=0.0)
         norm = 1 + K1 * (1 - B + B * max(length, 1) / corpus.mean_length)
         out.append(weight * (K1 + 1) / norm)
     return out

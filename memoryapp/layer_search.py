@@ -1,26 +1,29 @@
 """Fact and episode search for recall, read in raw SQL (memoryapp.recall).
 
-The same matching and ranking as memoryapp.semantic.fact_search and
-memoryapp.episodic.episode_search (SQLite FTS5 ``bm25()`` over the tables of migrations
-0007/0011; PostgreSQL ``ts_rank_cd`` over the stored ``search_vector`` of 0013), but
-each layer is one query that returns the resource's columns, serialised here in the shape
-of memoryapp.serializers (``fact_to_dict``, ``episode_to_dict``, ``entity_to_dict``).
-Building model instances, a select_related and a prefetch per call cost recall ~35 ms a
-question on LoCoMo; these cost one round trip each.
-"""
+Matching as memoryapp.semantic.fact_search and memoryapp.episodic.episode_search (SQLite
+FTS5 over the tables of migrations 0007/0011; PostgreSQL's stored ``search_vector`` of
+0013/0019), but ranked by BM25 computed here (memoryapp.bm25, as the raw layer), so both
+engines rank alike: the engine only says which row has which query word. Each layer
+reads its matches' ids and flags in one query and the chosen rows' columns in another,
+serialised here in the shape of memoryapp.serializers (``fact_to_dict``,
+``episode_to_dict``, ``entity_to_dict``): building model instances, a select_related and
+a prefetch per call cost recall ~35 ms a question on LoCoMo."""
 
 from __future__ import annotations
 
 import json
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
 
+from memoryapp import bm25
 from memoryapp.message_search import PG_SEARCH_CONFIG, fts5_match_expression
 from memoryapp.models import Project
+from memoryapp.query_intent import SearchQuery
 from memoryapp.timefmt import iso_ms
 
 FACT_FTS = "memoryapp_fact_fts"
@@ -60,17 +63,123 @@ def _list(value: Any) -> list[str]:
     return [str(v) for v in parsed] if isinstance(parsed, list) else []
 
 
-def _search_sql(
-    *, table_fts: str, alias: str, pg_vector: str, terms: list[str]
-) -> tuple[str, str, str, list[Any]]:
-    """The engine's pieces for ``alias`` matching ``terms``: ``(join, condition, score,
-    params)``; the params go before the query's own."""
+def _tsqueries(count: int) -> str:
+    # One tsquery per word (w0, w1, ...) and their OR (query); plainto_tsquery ignores
+    # operator characters, and a stop word's empty query matches nothing.
+    words = [f"plainto_tsquery('{PG_SEARCH_CONFIG}', %s) AS w{i}" for i in range(count)]
+    anyone = " || ".join(f"w{i}" for i in range(count))
+    return f"SELECT *, {anyone} AS query FROM (SELECT {', '.join(words)}) AS w"
+
+
+@dataclass(frozen=True, slots=True)
+class _Match:
+    """The engine's pieces for rows of ``alias`` matching the query words: ``join`` (after
+    FROM, its params first), ``flags`` (one boolean column per word, for the SELECT list,
+    its params before the join's), ``condition`` (any word, for WHERE, its params after
+    the join's)."""
+
+    join: str
+    join_params: list[Any]
+    flags: list[str]
+    flag_params: list[Any]
+    condition: str
+    condition_params: list[Any]
+
+
+def _match_sql(*, table_fts: str, alias: str, pg_vector: str, terms: list[str]) -> _Match:
     if connection.vendor == "sqlite":
-        join = f"JOIN {table_fts} ON {table_fts}.rowid = {alias}.rowid"
-        return join, f"{table_fts} MATCH %s", f"-bm25({table_fts})", [fts5_match_expression(terms)]
-    tsquery = " || ".join([f"plainto_tsquery('{PG_SEARCH_CONFIG}', %s)"] * len(terms))
-    join = f"CROSS JOIN (SELECT {tsquery} AS query) AS q"
-    return join, f"{pg_vector} @@ q.query", f"ts_rank_cd({pg_vector}, q.query)", list(terms)
+        one = f"{alias}.rowid IN (SELECT rowid FROM {table_fts} WHERE {table_fts} MATCH %s)"
+        return _Match(
+            join="",
+            join_params=[],
+            flags=[one] * len(terms),
+            flag_params=[fts5_match_expression([t]) for t in terms],
+            condition=one,
+            condition_params=[fts5_match_expression(terms)],
+        )
+    return _Match(
+        join=f"CROSS JOIN ({_tsqueries(len(terms))}) AS q",
+        join_params=list(terms),
+        flags=[f"{pg_vector} @@ q.w{i}" for i in range(len(terms))],
+        flag_params=[],
+        condition=f"{pg_vector} @@ q.query",
+        condition_params=[],
+    )
+
+
+def _sortable_time(value: Any) -> datetime:
+    if isinstance(value, str):  # SQLite: naive UTC text
+        return datetime.fromisoformat(value).replace(tzinfo=UTC)
+    return value if isinstance(value, datetime) else datetime.min.replace(tzinfo=UTC)
+
+
+def _ranked(
+    pool: list[tuple[Any, ...]], size: int, query: SearchQuery, weights: Sequence[float], flags_at: int
+) -> list[tuple[float, tuple[Any, ...]]]:
+    """BM25 (memoryapp.bm25, as the raw layer) of pool rows ``(id, newest time, second
+    time, tie text, length, flag...)``, best first. Ties, the same on every engine: the
+    newer first, then the later second time, then by text and id; the engine's own
+    order never decides."""
+    hits = [[bool(flag) for flag in row[flags_at:]] for row in pool]
+    lengths = [int(row[4] or 0) for row in pool]
+    corpus = bm25.pool_corpus(hits, lengths, size)
+    scores = bm25.scores(hits, lengths, corpus, weights, query.related)
+    ranked = list(zip(scores, pool, strict=True))
+    ranked.sort(key=lambda pair: (str(pair[1][3]), _id(pair[1][0]) or ""))
+    ranked.sort(
+        key=lambda pair: (_sortable_time(pair[1][1]), _sortable_time(pair[1][2])), reverse=True
+    )
+    ranked.sort(key=lambda pair: pair[0], reverse=True)
+    return ranked
+
+
+def _count(table: str, project: Project, dataset: str) -> int:
+    (row,) = _fetch(
+        f"SELECT COUNT(*) FROM {table} WHERE project_id = %s AND dataset = %s",
+        [project.pk, dataset],
+    )
+    return int(row[0])
+
+
+def _attribute_sql(attributes: Sequence[tuple[str, str | None]]) -> tuple[str, list[Any]]:
+    """SQL true when the fact ``f``'s attribute is one of ``attributes`` (``(name,
+    value)``: ``name`` ending in "%" a prefix, ``value`` None any value); "" for none."""
+    clauses, params = [], []
+    for name, value in attributes:
+        test = "LOWER(f.attribute) LIKE %s" if name.endswith("%") else "LOWER(f.attribute) = %s"
+        params.append(name)
+        if value is not None:
+            test += " AND LOWER(f.value) = %s"
+            params.append(value)
+        clauses.append(f"({test})")
+    return " OR ".join(clauses), params
+
+
+def _fact_pool(
+    project: Project, dataset: str, query: SearchQuery
+) -> list[tuple[Any, ...]]:
+    """Every fact of ``dataset`` that has a query word or an asked attribute: ``(id,
+    valid_from, created, text, length, invalidated, flag per word [, attribute flag])``."""
+    match = _match_sql(
+        table_fts=FACT_FTS, alias="f", pg_vector=PG_FACT_VECTOR, terms=list(query.terms)
+    )
+    flags, flag_params = list(match.flags), list(match.flag_params)
+    condition, condition_params = match.condition, list(match.condition_params)
+    attribute, attribute_params = _attribute_sql(query.attributes)
+    if attribute:
+        flags.append(f"({attribute})")
+        flag_params += attribute_params
+        condition = f"({condition} OR {attribute})"
+        condition_params += attribute_params
+    sql = f"""
+        SELECT f.id, f.valid_from, f.created, f.text, length(f.text),
+               f.invalidated_at IS NOT NULL, {", ".join(flags)}
+        FROM memoryapp_fact AS f
+        {match.join}
+        WHERE {condition} AND f.project_id = %s AND f.dataset = %s
+    """
+    params = [*flag_params, *match.join_params, *condition_params, project.pk, dataset]
+    return _fetch(sql, params)
 
 
 FACT_COLUMNS = (
@@ -103,54 +212,51 @@ def fact_search_rows(
     *,
     project: Project,
     dataset: str,
-    terms: list[str],
+    query: SearchQuery,
     limit: int,
     include_invalidated: bool = False,
     stale_limit: int = 0,
 ) -> list[tuple[dict[str, Any], float, str | None]]:
-    """Facts of ``dataset`` matching any of ``terms``, best first, as ``(fact resource
-    without "entities", score, subject entity id)``.
+    """Facts of ``dataset`` matching any word of ``query`` or an attribute it asks for
+    (memoryapp.query_intent), best first, as ``(fact resource without "entities", score,
+    subject entity id)``.
+
+    Scored by BM25 here (memoryapp.bm25, each word at its weight, the attributes one more
+    term), so SQLite and PostgreSQL rank alike: the engines only say which fact has which
+    word. Ties, the same on both: the newer ``valid_from`` first, then the later
+    extracted, then by text and id.
 
     ``include_invalidated``: the best ``limit`` facts, current or not. Otherwise the best
     ``limit`` current facts and, with ``stale_limit``, up to ``stale_limit`` invalidated
     ones among the best ``limit + stale_limit`` of either kind (memoryapp.recall puts
     what replaced them in their place). [] for no terms or an engine without full-text
     search."""
-    if not terms or limit < 1 or connection.vendor not in ("sqlite", "postgresql"):
+    if not query.terms or limit < 1 or connection.vendor not in ("sqlite", "postgresql"):
         return []
-    join, condition, score, params = _search_sql(
-        table_fts=FACT_FTS, alias="f", pg_vector=PG_FACT_VECTOR, terms=terms
+    pool = _fact_pool(project, dataset, query)
+    if not pool:
+        return []
+    ranked = _ranked(
+        pool, _count("memoryapp_fact", project, dataset), query, query.fact_weights, 6
     )
-
-    def search(only_current: bool, count: int) -> list[tuple[Any, ...]]:
-        sql = f"""
-            SELECT {FACT_COLUMNS}, {score} AS score
-            FROM memoryapp_fact AS f
-            {join}
-            LEFT JOIN memoryapp_entity AS s ON s.id = f.subject_id
-            WHERE {condition} AND f.project_id = %s AND f.dataset = %s
-              {"AND f.invalidated_at IS NULL" if only_current else ""}
-            ORDER BY score DESC, f.valid_from DESC
-            LIMIT %s
-        """
-        return _fetch(sql, [*params, project.pk, dataset, count])
-
-    if include_invalidated or stale_limit < 1:
-        rows = search(not include_invalidated, limit)
+    if include_invalidated:
+        chosen = ranked[:limit]
     else:
-        # The best of either kind in one top-N search (as cheap as current facts alone);
-        # only when invalidated facts crowded out current ones is the current-only
-        # search made as well.
-        rows = search(False, limit + stale_limit)
-        current = [row for row in rows if row[9] is None]
-        if len(current) < limit and len(rows) == limit + stale_limit:
-            current = search(True, limit)
-        stale = [row for row in rows if row[9] is not None][:stale_limit]
-        rows = sorted(current[:limit] + stale, key=lambda row: -float(row[12]))
+        current = [pair for pair in ranked if not pair[1][5]][:limit]
+        stale = [pair for pair in ranked[: limit + stale_limit] if pair[1][5]][:stale_limit]
+        chosen = [pair for pair in ranked if any(pair is c for c in current + stale)]
+    ids = [row[0] for _, row in chosen]
+    sql = f"""
+        SELECT {FACT_COLUMNS}
+        FROM memoryapp_fact AS f
+        LEFT JOIN memoryapp_entity AS s ON s.id = f.subject_id
+        WHERE f.id IN ({", ".join(["%s"] * len(ids))})
+    """
+    rows = {row[0]: row for row in _fetch(sql, ids)}
     out = []
-    for row in rows:
-        fact, subject_id = _fact_row(row)
-        out.append((fact, float(row[12]), subject_id))
+    for score, pooled in chosen:
+        fact, subject_id = _fact_row(rows[pooled[0]])
+        out.append((fact, score, subject_id))
     return out
 
 
@@ -249,27 +355,34 @@ def fact_entities(
 
 
 def episode_search_rows(
-    *, project: Project, dataset: str, terms: list[str], limit: int
+    *, project: Project, dataset: str, query: SearchQuery, limit: int
 ) -> list[tuple[dict[str, Any], float]]:
-    """Episodes of ``dataset`` whose title or summary matches any of ``terms``, best
-    first, as ``(episode resource + "quotedMessageIds", score)``."""
-    if not terms or limit < 1 or connection.vendor not in ("sqlite", "postgresql"):
+    """Episodes of ``dataset`` whose title or summary has any word of ``query``, best
+    first, as ``(episode resource + "quotedMessageIds", score)``: BM25 here, each word at
+    its weight, as fact_search_rows; ties the newer first (``started_at``, then
+    ``created``), then by title and id."""
+    if not query.terms or limit < 1 or connection.vendor not in ("sqlite", "postgresql"):
         return []
-    join, condition, score, params = _search_sql(
-        table_fts=EPISODE_FTS, alias="e", pg_vector=PG_EPISODE_VECTOR, terms=terms
+    match = _match_sql(
+        table_fts=EPISODE_FTS, alias="e", pg_vector=PG_EPISODE_VECTOR, terms=list(query.terms)
     )
     sql = f"""
-        SELECT {EPISODE_COLUMNS}, {score} AS score
+        SELECT e.id, COALESCE(e.started_at, e.created), e.created, e.title,
+               length(e.title) + length(e.summary) + 1, {", ".join(match.flags)}
         FROM memoryapp_episode AS e
-        {join}
-        WHERE {condition} AND e.project_id = %s AND e.dataset = %s
-        ORDER BY score DESC, e.started_at DESC
-        LIMIT %s
+        {match.join}
+        WHERE {match.condition} AND e.project_id = %s AND e.dataset = %s
     """
-    return [
-        (episode_row(row), float(row[-1]))
-        for row in _fetch(sql, [*params, project.pk, dataset, limit])
-    ]
+    params = [*match.flag_params, *match.join_params, *match.condition_params]
+    pool = _fetch(sql, [*params, project.pk, dataset])
+    if not pool:
+        return []
+    size = _count("memoryapp_episode", project, dataset)
+    ranked = _ranked(pool, size, query, query.weights, 5)[:limit]
+    found = {e["episodeId"]: e for e in episodes_by_id(
+        project=project, episode_ids=[_id(row[0]) or "" for _, row in ranked]
+    )}
+    return [(found[_id(row[0]) or ""], score) for score, row in ranked]
 
 
 EPISODE_COLUMNS = (

@@ -51,6 +51,7 @@ from django.db import connection, transaction
 
 from memoryapp import bm25
 from memoryapp.models import Project
+from memoryapp.query_intent import SearchQuery
 from memoryapp.search_words import search_text
 from memoryapp.sql import FTS_PENDING, FTS_TABLE, search_index_catch_up
 from memoryapp.stopwords import FUNCTION_WORDS
@@ -62,6 +63,9 @@ PG_SEARCH_CONFIG = "memoryapp_english"
 POOL = 400
 NEIGHBOUR_WEIGHT = 0.4
 SPEAKER_BOOST = 1.6
+# A message by the role the query asks about (memoryapp.query_intent: a first-person
+# question is about the user) is multiplied by this.
+ROLE_BOOST = 1.5
 # Upper bound on query words sent to the engine: a pasted essay must not become a
 # thousand-term OR query.
 MAX_QUERY_TERMS = 32
@@ -152,12 +156,12 @@ _COLUMNS = (
     "m.id, m.thread_id, m.sequence_number, m.role, m.content, m.created_at, m.metadata, t.metadata"
 )
 # What the pool reads per match (never the content: only the final hits are read whole):
-# id, thread, sequence number, time, speaker (speaker_sql), then size, length and flags.
-_POOL = "m.id, m.thread_id, m.sequence_number, {time}"
+# id, thread, sequence number, time, role, speaker (speaker_sql), then size, length, flags.
+_POOL = "m.id, m.thread_id, m.sequence_number, {time}, m.role"
 # The time as a number (only compared, for ties): parsing every candidate's timestamp
 # into a datetime cost more than scoring it.
 _TIME = {"sqlite": "julianday(m.created_at)", "postgresql": "EXTRACT(EPOCH FROM m.created_at)"}
-_SIZE, _LENGTH, _FLAGS = 5, 6, 7
+_ROLE, _SPEAKER, _SIZE, _LENGTH, _FLAGS = 4, 5, 6, 7, 8
 
 
 def speaker_sql() -> str:
@@ -347,22 +351,32 @@ def _speaker_words(speaker: Any, cache: dict[Any, set[str]]) -> set[str]:
     return cache[speaker]
 
 
-def _bm25(scope: _Scope, terms: list[str], pool: list[tuple[Any, ...]]) -> list[float]:
-    """BM25 (memoryapp.bm25) of every pool row. When the pool holds every match, df is
-    counted in it; when it was cut at POOL, the engine counts df over the scope."""
+def _bm25(
+    scope: _Scope,
+    terms: list[str],
+    pool: list[tuple[Any, ...]],
+    weights: Sequence[float],
+    alternatives: Sequence[int] = (),
+) -> list[float]:
+    """BM25 (memoryapp.bm25, each term at its weight) of every pool row. When the pool
+    holds every match, df is counted in it; when it was cut at POOL, the engine counts df
+    over the scope."""
     hits = [[bool(flag) for flag in values[_FLAGS:]] for values in pool]
     lengths = [int(values[_LENGTH] or 0) for values in pool]
     corpus = bm25.pool_corpus(hits, lengths, int(pool[0][_SIZE]) if pool else 0)
     if len(pool) >= POOL:
         corpus = bm25.Corpus(corpus.size, corpus.mean_length, _frequencies(scope, terms))
-    return bm25.scores(hits, lengths, corpus)
+    return bm25.scores(hits, lengths, corpus, weights, alternatives)
 
 
 def _rank(
-    pool: list[tuple[Any, ...]], scores: list[float], asked: set[str]
+    pool: list[tuple[Any, ...]],
+    scores: list[float],
+    asked: set[str],
+    roles: frozenset[str] = frozenset(),
 ) -> list[tuple[float, tuple[Any, ...]]]:
-    """Neighbour evidence and the speaker field on top of the BM25 scores, on the raw
-    candidate rows (only the final hits become Rows)."""
+    """Neighbour evidence, the speaker field and the asked role (ROLE_BOOST) on top of
+    the BM25 scores, on the raw candidate rows (only the final hits become Rows)."""
     by_position = {(v[1], v[2]): s for v, s in zip(pool, scores, strict=True)}
     cache: dict[Any, set[str]] = {}
     ranked = []
@@ -371,8 +385,10 @@ def _rank(
         score = own + NEIGHBOUR_WEIGHT * (
             by_position.get((thread, seq - 1), 0.0) + by_position.get((thread, seq + 1), 0.0)
         )
-        if asked and asked & _speaker_words(values[4], cache):
+        if asked and asked & _speaker_words(values[_SPEAKER], cache):
             score *= SPEAKER_BOOST
+        if values[_ROLE] in roles:
+            score *= ROLE_BOOST
         ranked.append((score, values))
     # Ties: the newer message first (what the user said last is likelier still true),
     # then the later in its thread, then by thread id (the pool comes in no set order);
@@ -438,8 +454,11 @@ def message_search(
     limit: int = 10,
     exclude_thread_id: uuid.UUID | None = None,
     message_range: tuple[int, int] | None = None,
+    search: SearchQuery | None = None,
 ) -> list[RawHit]:
     """Messages of ``dataset`` in ``project`` matching ``query``, best first (module doc).
+    ``search``: the query's terms with their weights and the role it asks about
+    (memoryapp.query_intent); None: query_terms, each at 1.0, no role.
 
     At most ``limit`` RawHits. ``message_range`` ``(before, after)`` (each 0..RANGE_MAX)
     fixes the neighbours each hit carries; None means the reply after a question. Summary
@@ -447,19 +466,22 @@ def message_search(
     (they are long-term memory now). A query with no words, or a database without
     full-text search, returns [].
     """
-    terms = query_terms(query)
+    terms = list(search.terms) if search is not None else query_terms(query)
+    weights = list(search.weights) if search is not None else [1.0] * len(terms)
+    roles = search.roles if search is not None else frozenset()
     if not terms or limit < 1:
         return []
-    search = {"sqlite": _pool_sqlite, "postgresql": _pool_postgresql}.get(connection.vendor)
-    if search is None:
+    engine = {"sqlite": _pool_sqlite, "postgresql": _pool_postgresql}.get(connection.vendor)
+    if engine is None:
         return []
     scope = _Scope(project=project, dataset=dataset, exclude=exclude_thread_id)
     # Every match, unordered (ranking them all in the engine costs more than the search);
     # past POOL, the engine's best POOL.
-    pool = search(scope, terms, False)
+    pool = engine(scope, terms, False)
     if len(pool) > POOL:
-        pool = search(scope, terms, True)
-    ranked = _rank(pool, _bm25(scope, terms, pool), set(query_words(query)))[:limit]
+        pool = engine(scope, terms, True)
+    scores = _bm25(scope, terms, pool, weights, search.related if search is not None else ())
+    ranked = _rank(pool, scores, set(query_words(query)), roles)[:limit]
     rows = _read_rows([values[0] for _, values in ranked])
     hits = [RawHit(message=rows[values[0]], score=score) for score, values in ranked]
     _neighbours(hits, message_range)

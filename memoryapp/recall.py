@@ -52,8 +52,10 @@ from memoryapp.message_search import (
     message_search,
     messages_as_hits,
     query_terms,
+    query_words,
 )
 from memoryapp.models import Project
+from memoryapp.query_intent import SearchQuery, names_someone, search_query
 from memoryapp.timefmt import iso_ms
 
 INCLUDE_ALL: tuple[str, ...] = ("episodes", "facts", "synthesis", "raw")
@@ -92,13 +94,13 @@ def raw_item(hit: RawHit) -> dict[str, Any]:
 
 
 def _episode_layer(
-    *, project: Project, dataset: str, terms: list[str], limit: int, facts: list[dict[str, Any]]
+    *, project: Project, dataset: str, terms: SearchQuery, limit: int, facts: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """Matching episodes, best first, then the episodes of the recalled facts, to ``limit``."""
     found = [
         episode
         for episode, _ in episode_search_rows(
-            project=project, dataset=dataset, terms=terms, limit=limit
+            project=project, dataset=dataset, query=terms, limit=limit
         )
     ]
     have = {e["episodeId"] for e in found}
@@ -477,7 +479,9 @@ def _search_layers(
 ) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
     """recall's search of the ``searched`` layers, superseded and fused: (``{"raw",
     "facts", "episodes"}`` lists in rank order, the facts' entities)."""
-    terms = query_terms(query)
+    terms = search_query(
+        words=query_words(query), terms=query_terms(query), named=names_someone(query)
+    )
     layers: dict[str, list[dict[str, Any]]] = {"raw": [], "facts": [], "episodes": []}
     entities: list[dict[str, Any]] = []
     found: list[FactRow] = []
@@ -487,7 +491,7 @@ def _search_layers(
         found = fact_search_rows(
             project=project,
             dataset=dataset,
-            terms=terms,
+            query=terms,
             limit=limit,
             include_invalidated=include_invalidated,
             stale_limit=limit,
@@ -500,6 +504,7 @@ def _search_layers(
             limit=limit,
             exclude_thread_id=exclude,
             message_range=message_range,
+            search=terms,
         )
         layers["raw"] = [raw_item(hit) for hit in hits]
     settled = supersede(

@@ -1,0 +1,126 @@
+"""memoryapp.recall on a whole conversation (tests/data/household.json, 42 messages over
+three sessions): what a user asks for is found, and SQLite and PostgreSQL rank it alike
+(CI runs this module on both; every expectation below is the same on each)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoryapp import compaction, working
+from memoryapp.episodic import episode_build
+from memoryapp.models import Fact, Project
+from memoryapp.recall import recall
+
+DATA = Path(__file__).parent / "data" / "household.json"
+
+
+@pytest.fixture
+def household(project: Project) -> Project:
+    """The conversation, one thread per session, each ended (episode, facts)."""
+    for session in json.loads(DATA.read_text())["sessions"]:
+        thread = working.thread_create(project=project, dataset="vikram")
+        start = datetime.fromisoformat(session["date"])
+        for minute, (role, content) in enumerate(session["turns"]):
+            compaction.message_append_compacting(
+                thread=thread, role=role, content=content,
+                created_at=start + timedelta(minutes=minute),
+            )
+        episode_build(thread_id=thread.pk, from_sequence=1, to_sequence=len(session["turns"]))
+    return project
+
+
+def _ask(project: Project, query: str, **kw: Any) -> dict[str, Any]:
+    return recall(project=project, dataset="vikram", query=query, **kw)
+
+
+def _texts(items: list[dict[str, Any]]) -> list[str]:
+    return [i.get("text") or i.get("content") or i["title"] for i in items]
+
+
+def test_it_finds_the_hobbies_the_user_named_without_the_word(household: Project) -> None:
+    found = _ask(household, "what are his hobbies?", include=["facts", "raw"], limit=4)
+    assert _texts(found["facts"]) == [
+        "The user also enjoys swimming.",
+        "In the evenings the user plays guitar, mostly old blues songs.",
+        "The user loves running.",
+    ]
+    assert _texts(found["raw"])[:3] == [
+        "I also enjoy swimming. Arjun and I go to the lido on Saturday mornings.",
+        "In the evenings I play guitar, mostly old blues songs.",
+        "I love running. I try to do 5k three times a week along the river.",
+    ]
+
+
+def test_it_answers_a_question_about_the_kids_with_the_son_and_the_daughter(
+    household: Project,
+) -> None:
+    found = _ask(household, "Remind me what my kids are called", include=["facts"], limit=4)
+    assert _texts(found["facts"]) == [
+        "The user's son Arjun is nine.",
+        "The user's daughter Leela is six.",
+        "Yes please, remind the user on Monday.",
+        "The user's dog is called Biscuit, he's a beagle.",
+    ]
+    assert [f["score"] for f in found["facts"]] == [1.0, 0.9167, 0.8462, 0.7857]
+    raw = _ask(household, "Remind me what my kids are called", include=["raw"], limit=2)
+    assert _texts(raw["raw"]) == [
+        "Good so far. My son Arjun is nine and my daughter Leela is six.",
+        "Yes please, remind me on Monday.",
+    ]
+
+
+def test_it_ranks_the_users_statement_above_assistant_chatter_about_the_user(
+    household: Project,
+) -> None:
+    found = _ask(household, "where does the user live?", include=["raw"], limit=4)
+    assert [(r["role"], r["content"]) for r in found["raw"]] == [
+        ("user", "I live in Bristol now, near Clifton. Still unpacking boxes."),
+        ("user", "Luckily yes. Her name is Mrs Okafor and she lives two streets away."),
+        ("assistant", "Good choice! Have you seen them live?"),
+        ("assistant", "Welcome, Vikram! Moving is a lot. What would you like help with first?"),
+    ]
+
+
+def test_it_ranks_and_scores_raw_hits_alike_on_both_engines(household: Project) -> None:
+    found = _ask(household, "what is Daniel's job?", include=["raw"], limit=4)
+    assert [(r["content"], r["score"]) for r in found["raw"]] == [
+        ("Lucky him! What does Daniel do these days?", 1.0),
+        ("Daniel is a paramedic, he works nights at Southmead Hospital.", 0.9167),
+        ("Never, sadly. My friend Daniel saw them in 1997 though.", 0.8462),
+        ("That is demanding work. Night shifts are hard on the body.", 0.7857),
+    ]
+    assert [r["neighbours"][0]["content"] for r in found["raw"][:1]] == [
+        "Daniel is a paramedic, he works nights at Southmead Hospital."
+    ]
+
+
+def test_facts_tied_on_score_and_valid_from_come_in_one_order_on_both_engines(
+    project: Project,
+) -> None:
+    thread = working.thread_create(project=project, dataset="ties")
+    compaction.message_append_compacting(thread=thread, role="user", content="Hello there")
+    episode_build(thread_id=thread.pk, from_sequence=1, to_sequence=1)
+    episode = thread.episodes.get()
+    said = datetime.fromisoformat("2026-05-01T10:00:00+00:00")
+    # Equal length and words: equal BM25. Created: tea first, then jam and fig together.
+    for text, created in [
+        ("The user likes tea.", said),
+        ("The user likes jam.", said + timedelta(seconds=1)),
+        ("The user likes fig.", said + timedelta(seconds=1)),
+    ]:
+        Fact.objects.create(
+            project=project, dataset="ties", episode=episode, thread=thread, text=text,
+            valid_from=said, created=created,
+        )
+    found = recall(project=project, dataset="ties", query="likes", include=["facts"])
+    # The later extracted first; then by text.
+    assert [(f["text"], f["score"]) for f in found["facts"]] == [
+        ("The user likes fig.", 1.0),
+        ("The user likes jam.", 0.9167),
+        ("The user likes tea.", 0.8462),
+    ]
