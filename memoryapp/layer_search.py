@@ -421,3 +421,32 @@ def episodes_by_id(*, project: Project, episode_ids: list[str]) -> list[dict[str
     """
     found = {item["episodeId"]: item for item in map(episode_row, _fetch(sql, [project.pk, *ids]))}
     return [found[i] for i in episode_ids if i in found]
+
+
+def invalidated_facts(
+    *, project: Project, dataset: str, episode_ids: Sequence[str], thread_ids: Sequence[str]
+) -> list[dict[str, Any]]:
+    """The invalidated facts of ``dataset`` drawn in one of ``episode_ids`` or from a
+    message of one of ``thread_ids``, as fact resources without "entities", oldest
+    ``validFrom`` first (then by creation and id). One query; [] for no ids."""
+    if not episode_ids and not thread_ids:
+        return []
+    sqlite = connection.vendor == "sqlite"
+
+    def ids(values: Sequence[str]) -> list[Any]:
+        return [uuid.UUID(v).hex if sqlite else uuid.UUID(v) for v in values]
+
+    wanted, params = [], []
+    for column, values in (("f.episode_id", episode_ids), ("f.thread_id", thread_ids)):
+        if values:
+            wanted.append(f"{column} IN ({', '.join(['%s'] * len(values))})")
+            params += ids(values)
+    sql = f"""
+        SELECT {FACT_COLUMNS}
+        FROM memoryapp_fact AS f
+        LEFT JOIN memoryapp_entity AS s ON s.id = f.subject_id
+        WHERE f.project_id = %s AND f.dataset = %s AND f.invalidated_at IS NOT NULL
+          AND ({" OR ".join(wanted)})
+        ORDER BY f.valid_from, f.created, f.id
+    """
+    return [_fact_row(row)[0] for row in _fetch(sql, [project.pk, dataset, *params])]

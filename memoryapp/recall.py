@@ -43,6 +43,7 @@ from memoryapp.layer_search import (
     episodes_by_id,
     fact_entities,
     fact_search_rows,
+    invalidated_facts,
 )
 from memoryapp.llm.port import ModelError
 from memoryapp.message_search import (
@@ -360,6 +361,79 @@ def _superseded_raw(
     return raw
 
 
+@dataclass(frozen=True, slots=True)
+class Outdated:
+    """A statement a recalled episode or message makes that a newer fact replaced:
+    ``text`` (the invalidated fact's), ``since`` (``YYYY-MM-DD``, its ``invalidatedAt``),
+    ``now`` (the text of the current fact at the end of its replacements; None when none
+    is current)."""
+
+    text: str
+    since: str
+    now: str | None
+
+    def note(self) -> str:
+        """``[no longer current as of <since>; now: <now>]`` (without "; now" when None)."""
+        now = f"; now: {self.now}" if self.now else ""
+        return f"[no longer current as of {self.since}{now}]"
+
+
+def outdated_statements(
+    *,
+    project: Project,
+    dataset: str,
+    episodes: Sequence[dict[str, Any]],
+    raw: Sequence[dict[str, Any]],
+) -> dict[str, list[Outdated]]:
+    """What the recalled ``episodes`` and ``raw`` hits (with their neighbours) state that
+    is no longer current, as supersede sees it: the invalidated facts drawn in an episode
+    (by ``episodeId``) or from a message (by ``messageId``), each with the current fact
+    that replaced it (layer_search.current_successors). Two queries at most."""
+    messages = {m["messageId"] for item in raw for m in [item, *item["neighbours"]]}
+    stale = invalidated_facts(
+        project=project,
+        dataset=dataset,
+        episode_ids=list(dict.fromkeys(e["episodeId"] for e in episodes)),
+        thread_ids=list(dict.fromkeys(item["threadId"] for item in raw)),
+    )
+    if not stale:
+        return {}
+    successors = current_successors(project=project, fact_ids=[f["factId"] for f in stale])
+    episode_ids = {e["episodeId"] for e in episodes}
+    out: dict[str, list[Outdated]] = {}
+    for fact in stale:
+        successor = successors.get(fact["factId"])
+        outdated = Outdated(
+            text=fact["text"],
+            since=(fact["invalidatedAt"] or "")[:10],
+            now=successor[0]["text"] if successor else None,
+        )
+        keys = [m for m in fact["sourceMessageIds"] if m in messages]
+        if fact["episodeId"] in episode_ids:
+            keys.append(fact["episodeId"])
+        for key in keys:
+            out.setdefault(key, []).append(outdated)
+    return out
+
+
+def annotate(text: str, outdated: Sequence[Outdated]) -> str:
+    """``text`` with each statement of ``outdated`` marked: the note (Outdated.note)
+    after the first line that holds the statement's words (case and spacing aside), or,
+    when no line does (a summary in other words), one line ``No longer current: <text>
+    <note>`` per statement at the end."""
+    lines = text.split("\n")
+    keys = [" ".join(line.casefold().split()) for line in lines]
+    extra = []
+    for item in outdated:
+        wanted = " ".join(item.text.casefold().split()).rstrip(".")
+        at = next((i for i, key in enumerate(keys) if wanted and wanted in key), None)
+        if at is None:
+            extra.append(f"No longer current: {item.text} {item.note()}")
+        elif item.note() not in lines[at]:
+            lines[at] = f"{lines[at]} {item.note()}"
+    return "\n".join([*lines, *extra])
+
+
 def _escape(value: str) -> str:
     # The same escaping as memoryapp.llm.prompts: recalled text cannot close its element.
     return html.escape(value, quote=False)
@@ -373,11 +447,15 @@ def _snippet(text: str) -> str:
     return text if len(text) <= CONTEXT_SNIPPET_CHARS else text[: CONTEXT_SNIPPET_CHARS - 1] + "…"
 
 
-def _message_line(thread_id: str, message: dict[str, Any]) -> str:
+_Outdated = dict[str, list[Outdated]]
+
+
+def _message_line(thread_id: str, message: dict[str, Any], outdated: _Outdated) -> str:
+    content = annotate(_snippet(message["content"]), outdated.get(message["messageId"], []))
     return (
         f'<message thread="{thread_id}" seq="{message["sequenceNumber"]}" '
         f'date="{message["createdAt"][:10]}" role="{_escape(message["role"])}">'
-        f"{_escape(_snippet(message['content']))}</message>"
+        f"{_escape(content)}</message>"
     )
 
 
@@ -390,11 +468,12 @@ def _fact_line(fact: dict[str, Any]) -> str:
     )
 
 
-def _episode_line(episode: dict[str, Any]) -> str:
+def _episode_line(episode: dict[str, Any], outdated: _Outdated) -> str:
+    summary = annotate(_snippet(episode["summary"]), outdated.get(episode["episodeId"], []))
     return (
         f'<episode thread="{episode["threadId"]}" from="{episode["fromSequence"]}" '
         f'to="{episode["toSequence"]}" date="{episode["startedAt"][:10]}" '
-        f'title="{_attribute(episode["title"])}">{_escape(_snippet(episode["summary"]))}</episode>'
+        f'title="{_attribute(episode["title"])}">{_escape(summary)}</episode>'
     )
 
 
@@ -405,6 +484,7 @@ def build_context(
     synthesis: str | None,
     facts: Sequence[dict[str, Any]] = (),
     episodes: Sequence[dict[str, Any]] = (),
+    outdated: _Outdated | None = None,
 ) -> str:
     """The ready-to-inject text for recalled memory, or "" when there is nothing.
 
@@ -414,9 +494,12 @@ def build_context(
     each (its summary); ``<messages>`` with one ``<message thread= seq= date= role=>`` per
     raw hit and per neighbour (sequence order within a hit). Items in rank order within
     a section; text XML-escaped (attributes too) and cut to CONTEXT_SNIPPET_CHARS.
+    ``outdated`` (outdated_statements): an episode's or message's statements no longer
+    current are marked (annotate), so the context never states them as true.
     """
     if not (raw or synthesis or facts or episodes):
         return ""
+    outdated = outdated or {}
     lines = [
         "<long_term_memory>",
         f"Recalled from this user's earlier conversations (dataset {_escape(dataset)!r}). "
@@ -428,12 +511,12 @@ def build_context(
     if facts:
         lines += ["<facts>", *(_fact_line(f) for f in facts), "</facts>"]
     if episodes:
-        lines += ["<episodes>", *(_episode_line(e) for e in episodes), "</episodes>"]
+        lines += ["<episodes>", *(_episode_line(e, outdated) for e in episodes), "</episodes>"]
     if raw:
         lines.append("<messages>")
         for item in raw:
             window = sorted([item, *item["neighbours"]], key=lambda m: m["sequenceNumber"])
-            lines.extend(_message_line(item["threadId"], m) for m in window)
+            lines.extend(_message_line(item["threadId"], m, outdated) for m in window)
         lines.append("</messages>")
     lines.append("</long_term_memory>")
     return "\n".join(lines)
@@ -443,19 +526,21 @@ def synthesis_context(
     raw: Sequence[dict[str, Any]],
     facts: Sequence[dict[str, Any]] = (),
     episodes: Sequence[dict[str, Any]] = (),
+    outdated: _Outdated | None = None,
 ) -> str:
     """Plain text the synthesis call answers from: ``fact (date): text`` per fact,
     ``episode (date): title: summary`` per episode, then ``role (date): content`` per raw
-    hit and neighbour. Not escaped: the adapter delimits and escapes it
-    (memoryapp.llm.prompts)."""
+    hit and neighbour, statements no longer current marked as in build_context. Not
+    escaped: the adapter delimits and escapes it (memoryapp.llm.prompts)."""
+    outdated = outdated or {}
     lines = [f"fact ({f['validFrom'][:10]}): {_snippet(f['text'])}" for f in facts]
-    lines += [
-        f"episode ({e['startedAt'][:10]}): {e['title']}: {_snippet(e['summary'])}"
-        for e in episodes
-    ]
+    for e in episodes:
+        summary = annotate(_snippet(e["summary"]), outdated.get(e["episodeId"], []))
+        lines.append(f"episode ({e['startedAt'][:10]}): {e['title']}: {summary}")
     for item in raw:
         for m in sorted([item, *item["neighbours"]], key=lambda m: m["sequenceNumber"]):
-            lines.append(f"{m['role']} ({m['createdAt'][:10]}): {_snippet(m['content'])}")
+            content = annotate(_snippet(m["content"]), outdated.get(m["messageId"], []))
+            lines.append(f"{m['role']} ({m['createdAt'][:10]}): {content}")
     return "\n".join(lines)
 
 
@@ -583,13 +668,19 @@ def recall(
         include_invalidated=include_invalidated,
     )
     raw, fact_items, episode_items = layers["raw"], layers["facts"], layers["episodes"]
+    outdated = outdated_statements(project=project, dataset=dataset, episodes=episode_items, raw=raw)
     synthesis: str | None = None
     if "synthesis" in include and (raw or fact_items or episode_items):
-        synthesis = _synthesize(query, synthesis_context(raw, fact_items, episode_items))
+        synthesis = _synthesize(query, synthesis_context(raw, fact_items, episode_items, outdated))
     if searched != set(include):  # synthesis alone: only it is returned
         raw, fact_items, episode_items, entities = [], [], [], []
     context = build_context(
-        dataset=dataset, raw=raw, synthesis=synthesis, facts=fact_items, episodes=episode_items
+        dataset=dataset,
+        raw=raw,
+        synthesis=synthesis,
+        facts=fact_items,
+        episodes=episode_items,
+        outdated=outdated,
     )
     return {
         "episodes": episode_items,

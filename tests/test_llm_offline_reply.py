@@ -5,6 +5,7 @@ from __future__ import annotations
 from memoryapp.llm.offline import OfflineModel
 from memoryapp.llm.offline_reply import REPLY_OPENING, reply_text
 from memoryapp.llm.port import ChatMessage
+from memoryapp.recall import Outdated, build_context
 
 SUMMARY = "\n".join(
     [
@@ -90,3 +91,30 @@ def test_it_streams_the_memory_answer() -> None:
         ]
     )
     assert chunks[-1].done is True
+
+
+def test_it_quotes_every_line_of_a_recalled_episode_without_markup_and_with_its_source() -> None:
+    episode = {
+        "episodeId": "e1", "threadId": "7f08dbfe-4866-4f30-921d-c51223e81b45",
+        "fromSequence": 1, "toSequence": 14, "startedAt": "2026-03-02T18:00:00.000Z",
+        "title": "Bristol", "summary": "- The user lives in Bristol.\n"
+        "- The user drives a Ford Focus & it needs a service.",
+    }
+    outdated = {"e1": [Outdated("The user drives a Ford Focus & it needs a service.",
+                                "2026-04-10", "The user drives a Toyota Prius.")]}
+    instruction = build_context(dataset="d", raw=[], synthesis=None, episodes=[episode],
+                                outdated=outdated)
+    messages = [ChatMessage(role="user", content="What car do I drive?")]
+
+    assert reply_text(instruction, messages) == "\n".join(
+        [
+            REPLY_OPENING,
+            "From memory:",
+            "> The user drives a Ford Focus & it needs a service. [no longer current as of"
+            " 2026-04-10; now: The user drives a Toyota Prius.] (recalled episode, thread"
+            " 7f08dbfe messages 1-14)",
+        ]
+    )
+    # recall's preamble is no memory, and no part of the system prompt
+    asked = [ChatMessage(role="user", content="Which earlier conversations are recalled?")]
+    assert "(system prompt)" not in reply_text(instruction, asked)

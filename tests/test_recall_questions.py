@@ -124,3 +124,27 @@ def test_facts_tied_on_score_and_valid_from_come_in_one_order_on_both_engines(
         ("The user likes jam.", 0.9167),
         ("The user likes tea.", 0.8462),
     ]
+
+
+def test_the_context_marks_what_a_newer_fact_replaced(household: Project) -> None:
+    found = _ask(household, "what car does he drive?", limit=4)
+    focus = [line for line in found["context"].splitlines() if "Ford Focus" in line]
+    prius = "The user drives a Toyota Prius now, much cheaper on fuel."
+    note = f"[no longer current as of 2026-04-10; now: {prius}]"
+    assert focus == [
+        f"- The user drives a Ford Focus and it needs a service too. {note}",
+        '<message thread="{}" seq="11" date="2026-03-02" role="user">Thanks. I drive a Ford'
+        " Focus and it needs a service too.".format(
+            next(r["threadId"] for r in found["raw"] if "Ford" in r["content"])
+        ),
+        f"No longer current: The user drives a Ford Focus and it needs a service too. {note}"
+        "</message>",
+    ]
+    # The lists keep what was said; only the context marks it.
+    assert not any(note in e["summary"] for e in found["episodes"])
+
+
+def test_it_marks_nothing_when_nothing_was_replaced(household: Project) -> None:
+    found = _ask(household, "what is Daniel's job?", include=["raw"], limit=4)
+    assert found["context"].count("<message ") == 5  # 4 hits, the reply to one
+    assert "no longer current" not in found["context"]

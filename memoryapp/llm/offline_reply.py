@@ -54,6 +54,9 @@ _ASKS_NUMBER = frozenset(
     ]
 )
 _ITEM = re.compile(r"^<(?P<tag>fact|episode|message)\b(?P<attrs>[^>]*)>(?P<text>.*)</(?P=tag)>$")
+# A recalled item whose text goes on over the next lines (an episode's summary, a
+# message of several lines): they are its text, up to the line ending in its closing tag.
+_OPENING = re.compile(r"^<(?P<tag>fact|episode|message)\b(?P<attrs>[^>]*)>(?P<text>.*)$")
 _ATTR = re.compile(r'(\w+)="([^"]*)"')
 _SUMMARY_HEADER = re.compile(r"^Summary of earlier conversation\b.*:$")
 
@@ -78,18 +81,36 @@ def _item_source(tag: str, attrs: dict[str, str]) -> str:
 
 def _instruction_lines(instruction: str) -> list[tuple[str, str]]:
     """The system instruction's content lines with their sources: recalled items by
-    their tag, the agent block's summary and open notes by their headings, the rest as
-    the system prompt. Markup-only lines are skipped."""
+    their tag (every line of an item that spans lines, its tags stripped), the agent
+    block's summary and open notes by their headings, the rest as the system prompt.
+    Markup-only lines and recall's preamble inside ``<long_term_memory>`` are skipped."""
     out: list[tuple[str, str]] = []
     section = "system prompt"
+    spanning: tuple[str, str] | None = None  # (closing tag, source) of an open item
+    outside = section  # the section a <long_term_memory> block interrupts
     for raw in instruction.splitlines():
         line = raw.strip()
-        item = _ITEM.match(line)
-        if item:
-            attrs = dict(_ATTR.findall(item["attrs"]))
-            out.append((html.unescape(item["text"]), _item_source(item["tag"], attrs)))
+        if spanning is not None:
+            closing, source = spanning
+            if line.endswith(closing):
+                line, spanning = line[: -len(closing)].strip(), None
+            if line:
+                out.append((html.unescape(line), source))
             continue
-        if line.startswith("## Summary of earlier"):
+        item = _ITEM.match(line) or _OPENING.match(line)
+        if item:
+            source = _item_source(item["tag"], dict(_ATTR.findall(item["attrs"])))
+            if item.re is _OPENING:
+                spanning = (f"</{item['tag']}>", source)
+            if item["text"].strip():
+                out.append((html.unescape(item["text"].strip()), source))
+            continue
+        if line.startswith("<long_term_memory>"):
+            # recall's preamble: what the block is, not something remembered
+            outside, section = section, "memory block"
+        elif line.startswith("</long_term_memory>"):
+            section = outside
+        elif line.startswith("## Summary of earlier"):
             section = "summary"
         elif line.startswith("## Open memories"):
             section = "open note"
