@@ -7,7 +7,7 @@ is not a member of that project (playground.access).
 from __future__ import annotations
 
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, register_converter
 
 from memoryapp.ratelimit import login_throttle
 from playground import (
@@ -20,6 +20,10 @@ from playground import (
     views,
     xray_views,
 )
+from playground.converters import PathIdConverter
+
+# Ids in paths by the API's rule, either case (playground.converters).
+register_converter(PathIdConverter, "path_id")
 
 app_name = "playground"
 
@@ -38,24 +42,24 @@ urlpatterns = [
     path("dashboard/threads/", views.thread_list, name="threads"),
     path("dashboard/datasets/<path:dataset>/export/", dataset_views.dataset_export, name="dataset-export"),
     path("dashboard/threads/new/", views.thread_create, name="thread-create"),
-    path("dashboard/threads/<uuid:thread_id>/", views.thread_detail, name="thread"),
-    path("dashboard/threads/<uuid:thread_id>/stats/", views.thread_stats, name="thread-stats"),
-    path("dashboard/threads/<uuid:thread_id>/edit/", views.thread_edit, name="thread-edit"),
-    path("dashboard/threads/<uuid:thread_id>/delete/", views.thread_delete, name="thread-delete"),
+    path("dashboard/threads/<path_id:thread_id>/", views.thread_detail, name="thread"),
+    path("dashboard/threads/<path_id:thread_id>/stats/", views.thread_stats, name="thread-stats"),
+    path("dashboard/threads/<path_id:thread_id>/edit/", views.thread_edit, name="thread-edit"),
+    path("dashboard/threads/<path_id:thread_id>/delete/", views.thread_delete, name="thread-delete"),
     path(
-        "dashboard/threads/<uuid:thread_id>/compactions/",
+        "dashboard/threads/<path_id:thread_id>/compactions/",
         views.thread_compactions,
         name="thread-compactions",
     ),
-    path("dashboard/threads/<uuid:thread_id>/compact/", views.thread_compact, name="thread-compact"),
-    path("dashboard/threads/<uuid:thread_id>/end/", views.thread_end, name="thread-end"),
-    path("dashboard/threads/<uuid:thread_id>/playground/", chat_views.playground, name="playground"),
-    path("dashboard/threads/<uuid:thread_id>/turns/", xray_views.thread_turns, name="thread-turns"),
-    path("dashboard/threads/<uuid:thread_id>/jobs/", job_views.thread_jobs, name="thread-jobs"),
-    path("dashboard/jobs/<uuid:job_id>/retry/", job_views.job_retry, name="job-retry"),
+    path("dashboard/threads/<path_id:thread_id>/compact/", views.thread_compact, name="thread-compact"),
+    path("dashboard/threads/<path_id:thread_id>/end/", views.thread_end, name="thread-end"),
+    path("dashboard/threads/<path_id:thread_id>/playground/", chat_views.playground, name="playground"),
+    path("dashboard/threads/<path_id:thread_id>/turns/", xray_views.thread_turns, name="thread-turns"),
+    path("dashboard/threads/<path_id:thread_id>/jobs/", job_views.thread_jobs, name="thread-jobs"),
+    path("dashboard/jobs/<path_id:job_id>/retry/", job_views.job_retry, name="job-retry"),
     path("dashboard/agents/", agent_views.agent_list, name="agents"),
-    path("dashboard/threads/<uuid:thread_id>/agent/", agent_views.agent_thread, name="agent-thread"),
-    path("dashboard/threads/<uuid:thread_id>/memories/", agent_views.memories, name="memories"),
+    path("dashboard/threads/<path_id:thread_id>/agent/", agent_views.agent_thread, name="agent-thread"),
+    path("dashboard/threads/<path_id:thread_id>/memories/", agent_views.memories, name="memories"),
     path("dashboard/members/", project_views.members, name="members"),
     path(
         "dashboard/members/<int:membership_id>/remove/",
@@ -71,16 +75,16 @@ urlpatterns = [
     # Memory per dataset and the project's jobs (issue 8 item 6; playground.memory_views).
     path("dashboard/memory/", memory_views.memory_home, name="memory"),
     path("dashboard/memory/dataset/", memory_views.dataset_detail, name="dataset"),
-    path("dashboard/memory/entities/<uuid:entity_id>/", memory_views.entity_detail, name="entity"),
-    path("dashboard/memory/facts/<uuid:fact_id>/delete/", memory_views.fact_delete, name="fact-delete"),
+    path("dashboard/memory/entities/<path_id:entity_id>/", memory_views.entity_detail, name="entity"),
+    path("dashboard/memory/facts/<path_id:fact_id>/delete/", memory_views.fact_delete, name="fact-delete"),
     path(
-        "dashboard/memory/facts/<uuid:fact_id>/confirm/",
+        "dashboard/memory/facts/<path_id:fact_id>/confirm/",
         memory_views.contradiction_review,
         {"action": "confirm"},
         name="contradiction-confirm",
     ),
     path(
-        "dashboard/memory/facts/<uuid:fact_id>/restore/",
+        "dashboard/memory/facts/<path_id:fact_id>/restore/",
         memory_views.contradiction_review,
         {"action": "restore"},
         name="contradiction-restore",

@@ -1,0 +1,41 @@
+"""Middleware of the dashboard."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect
+from django.urls import reverse
+
+
+class CanonicalIdsMiddleware:
+    """A dashboard GET (or HEAD) whose path writes an id in capitals
+    (playground.converters.PathIdConverter takes either case, as /v1 does) is sent, 301,
+    to the same URL with the id in lower case, the query string kept: one URL per page,
+    the one every link, paging control and live refresh of the page uses. Other methods
+    are served as they are (a redirect would lose a POST's body)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_view(
+        self, request: HttpRequest, view: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> HttpResponse | None:
+        match = request.resolver_match
+        if (
+            request.method not in ("GET", "HEAD")
+            or match is None
+            or "playground" not in match.namespaces
+            or not any(isinstance(value, uuid.UUID) for value in kwargs.values())
+        ):
+            return None
+        canonical = reverse(match.view_name, args=match.args, kwargs=match.kwargs)
+        if canonical == request.path:
+            return None
+        query = request.META.get("QUERY_STRING", "")
+        return HttpResponsePermanentRedirect(f"{canonical}?{query}" if query else canonical)
