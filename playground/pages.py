@@ -59,6 +59,10 @@ def partial(request: HttpRequest, template: str, context: dict[str, Any]) -> Htt
     return response
 
 
+# The full-page titles of the thread page's panels that have a URL of their own.
+PANEL_TITLES = {"stats": "Stats", "jobs": "Background jobs"}
+
+
 def thread_fragment(
     request: HttpRequest,
     thread_id: uuid.UUID,
@@ -67,10 +71,26 @@ def thread_fragment(
 ) -> HttpResponse:
     """The partial ``name`` of the thread page (``playground/thread.html#<name>``) for
     thread ``thread_id``, with the project, the thread and ``extra(thread)`` in its
-    context. Http404 unless the user may see the thread (playground.access)."""
+    context. That is what the page's htmx refresh asks for; any other request (the URL
+    opened in the browser, a bookmark) gets the panel inside the site's layout
+    (``playground/thread_panel.html``), titled PANEL_TITLES[name], with a link back to
+    the thread. Http404 unless the user may see the thread (playground.access)."""
     thread = get_thread_for_user(request, thread_id)
     context = {"project": thread.project, "thread": thread, **extra(thread)}
-    return partial(request, f"playground/thread.html#{name}", context)
+    if wants_partial(request):
+        return partial(request, f"playground/thread.html#{name}", context)
+    thread_url = project_url("playground:thread", thread.project, thread.pk)
+    context.update(
+        {
+            "panel": f"playground/thread.html#{name}",
+            "panel_title": PANEL_TITLES[name],
+            "thread_url": thread_url,
+            # The active summary's link goes to the thread page, where that message is.
+            "summary_page_url": thread_url,
+            "nav": "threads",
+        }
+    )
+    return page(request, "playground/thread_panel.html", context, project=thread.project)
 
 
 def wants_partial(request: HttpRequest) -> bool:

@@ -710,6 +710,59 @@ def test_it_renders_the_stats_partial(world: World) -> None:
     assert tokens == "40 total (10 in · 30 out · 20 per message)"
 
 
+def test_it_serves_the_stats_panel_inside_the_page_when_opened_directly(world: World) -> None:
+    working.message_append(thread=world.thread, role="user", content="a")
+    compaction.compact(thread_id=world.thread.pk)  # #1 into summary #2
+    path = url("playground:thread-stats", world.project, world.thread.pk)
+
+    response = world.client(world.member).get(path)
+
+    assert response.status_code == 200
+    assert response.templates[0].name == "playground/thread_panel.html"
+    assert "HX-Request" in response["Vary"]
+    body = response.content.decode()
+    assert body.startswith("<!doctype html>") and 'href="/static/css/app.css"' in body
+    page = tree(response)
+    heading = " ".join(page.by_testid("page-heading")[0].full_text().split())
+    assert heading == f"Stats of thread {world.thread.pk}"
+    assert page.by_testid("back-to-thread")[0].attrs["href"] == url("playground:thread", world.project, world.thread.pk)
+    (stats,) = page.by_testid("stats")
+    assert stats.by_testid("stat-total")[0].full_text() == "2"
+    summary_link = page.by_testid("active-summary")[0].all(lambda n: n.tag == "a")[0]
+    assert summary_link.attrs["href"] == url("playground:thread", world.project, world.thread.pk) + "#msg-2"
+    # The htmx refresh of the thread page still gets the panel alone, linking in the page.
+    fragment = world.client(world.member).get(path, headers={"HX-Request": "true"})
+    assert fragment.content.decode().lstrip().startswith('<section id="stats"')
+    assert tree(fragment).by_testid("active-summary")[0].all(lambda n: n.tag == "a")[0].attrs["href"] == "#msg-2"
+
+
+def test_it_serves_the_jobs_panel_inside_the_page_when_opened_directly(world: World) -> None:
+    _failed_job(world)
+
+    response = world.client(world.member).get(url("playground:thread-jobs", world.project, world.thread.pk))
+
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert body.startswith("<!doctype html>") and 'href="/static/css/app.css"' in body
+    page = tree(response)
+    heading = " ".join(page.by_testid("page-heading")[0].full_text().split())
+    assert heading == f"Background jobs of thread {world.thread.pk}"
+    assert [n.attrs["data-status"] for n in page.by_testid("job")] == ["failed"]
+    assert len(page.by_testid("job-retry")) == 1
+    assert page.by_testid("stats") == []
+
+
+def test_a_history_restore_gets_the_whole_panel_page(world: World) -> None:
+    # htmx asks for the whole page when it restores one it has not cached (a reload
+    # after hx-push-url): HX-Request with HX-History-Restore-Request.
+    response = world.client(world.member).get(
+        url("playground:thread-stats", world.project, world.thread.pk),
+        headers={"HX-Request": "true", "HX-History-Restore-Request": "true"},
+    )
+
+    assert response.content.decode().startswith("<!doctype html>")
+
+
 def _stats_tokens(world: World) -> str:
     response = world.client(world.member).get(
         url("playground:thread-stats", world.project, world.thread.pk), headers={"HX-Request": "true"}
