@@ -65,7 +65,7 @@ def test_it_shows_each_run_with_its_range_cost_diff_and_what_it_dropped(
         "Folded message #4 (1 row and summary #3) into summary #5."
     )
     assert " ".join(newest.by_testid("run-cost")[0].full_text().split()) == (
-        "1000 tokens in · 200 out · 0.00000000 USD · offline scripted-1"
+        "1000 tokens in · 200 out · $0.0000 · offline scripted-1"
     )
     assert [m.full_text() for m in newest.by_testid("dropped-term")] == ["Marta"]
     lines = [(n.attrs["data-kind"], n.full_text()) for n in newest.by_testid("diff-line")]
@@ -83,7 +83,7 @@ def test_it_shows_each_run_with_its_range_cost_diff_and_what_it_dropped(
     )
     assert (
         " ".join(page.by_testid("history-totals")[0].full_text().split())
-        == "2 runs · 2400 tokens · 0.000000 USD"
+        == "2 runs · 2400 tokens · $0.0000"
     )
 
 

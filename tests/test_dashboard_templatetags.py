@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
 
+import pytest
 from django.template import Context, Template
 
 from playground.templatetags.dashboard import (
@@ -12,6 +16,7 @@ from playground.templatetags.dashboard import (
     message_range,
     sequence_range,
     short_datetime,
+    usd,
 )
 
 NOW = datetime(2026, 11, 30, 15, 0, tzinfo=UTC)
@@ -112,3 +117,51 @@ def test_it_writes_a_one_message_range_as_one_number() -> None:
         "{% load dashboard %}{{ a|sequence_range:b }} / {{ a|message_range:a }} / {{ a|sequence_range:c }}"
     ).render(Context({"a": 3, "b": 3, "c": 7}))
     assert html == "#3 / message #3 / #3\u2013#7"
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (Decimal("0.00120000"), "$0.0012"),
+        (Decimal("0.00123456"), "$0.0012"),
+        (Decimal("0.00125000"), "$0.0013"),  # half up, not to even
+        (Decimal("0.00005000"), "$0.0001"),
+        (Decimal("0.00000360"), "<$0.0001"),  # above zero: never written as nothing
+        (Decimal("0E-8"), "$0.0000"),
+        (0, "$0.0000"),
+        ("0.00093750", "$0.0009"),  # a cost line's wire form (UsageLine.to_dict)
+        (Decimal("1234.5"), "$1,234.5000"),
+        (Decimal("-0.002"), "-$0.0020"),
+        (None, "\u2013"),
+        ("not a number", "\u2013"),
+    ],
+)
+def test_it_writes_a_cost_in_dollars_with_four_decimals(value: object, text: str) -> None:
+    assert usd(value) == text
+
+
+def test_it_writes_a_cost_in_a_template() -> None:
+    html = Template("{% load dashboard %}{{ cost|usd }} / {{ 0|usd }}").render(
+        Context({"cost": Decimal("0.00123456")})
+    )
+    assert html == "$0.0012 / $0.0000"
+
+
+TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
+
+
+def test_every_template_writes_costs_through_the_usd_filter() -> None:
+    # {{ something_cost... }} or {{ x.cost }}: every one is piped through usd, nothing else.
+    shown = [
+        (path.name, match.group(0))
+        for path in sorted(TEMPLATES.rglob("*.html"))
+        for match in re.finditer(r"\{\{[^}]*cost[^}]*\}\}", path.read_text())
+    ]
+    assert len(shown) == 7
+    assert [(name, text) for name, text in shown if not re.fullmatch(r"\{\{ [\w.]+\|usd \}\}", text)] == []
+    assert [
+        (path.name, line)
+        for path in sorted(TEMPLATES.rglob("*.html"))
+        for line in path.read_text().splitlines()
+        if re.search(r"\bUSD\b|floatformat:[68]", line)
+    ] == []

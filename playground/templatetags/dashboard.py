@@ -1,14 +1,15 @@
 """Template helpers of the dashboard pages: one-line timestamps, isolated user text and
 Markdown replies.
 
-``{% load dashboard %}`` then ``{% timestamp value %}``, ``{{ value|isolate }}`` and
-``{{ value|markdown }}``.
+``{% load dashboard %}`` then ``{% timestamp value %}``, ``{{ value|isolate }}``,
+``{{ value|usd }}`` and ``{{ value|markdown }}``.
 """
 
 from __future__ import annotations
 
 import functools
 from datetime import datetime
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 import nh3
 from django import template
@@ -100,6 +101,31 @@ def message_range(first: object, last: object) -> str:
 
 register.filter("sequence_range", sequence_range)
 register.filter("message_range", message_range)
+
+
+# Costs are stored with 8 decimal places (memoryapp.usage); pages show 4, one way.
+USD_PLACES = Decimal("0.0001")
+
+
+@register.filter
+def usd(value: object) -> str:
+    """A cost in US dollars as every dashboard page writes one: ``"$0.0012"``, always four
+    decimal places (rounded half up), thousands grouped (``"$1,234.5000"``). A cost above
+    zero that rounds to nothing is ``"<$0.0001"``, not a misleading ``"$0.0000"``; ``None``
+    (no cost known) is an en dash. Takes a Decimal, an int, a float or a numeric string
+    (a cost line's wire form). Template filter: ``{{ turn.cost|usd }}``."""
+    if value is None or value == "":
+        return EN_DASH
+    try:
+        amount = Decimal(str(value))
+    except InvalidOperation:
+        return EN_DASH
+    if amount < 0:
+        return f"-{usd(-amount)}"
+    shown = amount.quantize(USD_PLACES, rounding=ROUND_HALF_UP)
+    if shown == 0 and amount > 0:
+        return f"<${USD_PLACES}"
+    return f"${shown:,}"
 
 
 def _yes_no(value: bool) -> str:
