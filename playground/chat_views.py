@@ -23,7 +23,7 @@ from memoryapp.validation import (
     MESSAGE_LIMIT_DEFAULT,
     MESSAGE_LIMIT_MAX,
 )
-from playground import xray_views
+from playground import selectors, xray_views
 from playground.access import default_project, get_project_for_user, get_thread_for_user
 from playground.pages import page, project_url, wants_partial
 from playground.views import thread_context
@@ -95,7 +95,9 @@ def turn_context(request: HttpRequest, turn_id: int) -> HttpResponse:
     of the turn)."""
     project = get_project_for_user(request)
     turn = get_object_or_404(
-        Turn.objects.select_related("thread", "user_message", "assistant_message"),
+        Turn.objects.select_related("thread", "user_message", "assistant_message").annotate(
+            number=selectors.turn_number()
+        ),
         pk=turn_id,
         thread__project=project,
     )

@@ -29,9 +29,11 @@ class DiffLine:
 
 @dataclass
 class RunView:
-    """A run with its diff (empty unless it succeeded) and counts of the diff's lines."""
+    """A run with its number on the thread (1 for the first, in the order runs were
+    created), its diff (empty unless it succeeded) and counts of the diff's lines."""
 
     run: CompactionRun
+    number: int = 0
     diff: list[DiffLine] = field(default_factory=list)
     added: int = 0
     removed: int = 0
@@ -40,7 +42,8 @@ class RunView:
 @dataclass(frozen=True)
 class HistoryPage:
     """One page of runs, newest first; ``older_before`` is the ``before=`` of the next
-    page (None on the last); the totals cover every run of the thread."""
+    page, the number of this page's oldest run (None on the last); the totals cover
+    every run of the thread."""
 
     runs: list[RunView]
     older_before: int | None
@@ -88,14 +91,15 @@ def line_diff(before: str, after: str, dropped: list[str]) -> list[DiffLine]:
     return out
 
 
-def _run_view(run: CompactionRun) -> RunView:
+def _run_view(run: CompactionRun, number: int) -> RunView:
     if run.summary is None:
-        return RunView(run=run)
+        return RunView(run=run, number=number)
     before = run.previous_summary.content if run.previous_summary else ""
     dropped = [t for terms in (run.dropped or {}).values() for t in terms]
     diff = line_diff(before, run.summary.content, dropped)
     return RunView(
         run=run,
+        number=number,
         diff=diff,
         added=sum(line.kind == "added" for line in diff),
         removed=sum(line.kind == "removed" for line in diff),
@@ -103,9 +107,11 @@ def _run_view(run: CompactionRun) -> RunView:
 
 
 def compaction_history(*, thread: Thread, before: int | None) -> HistoryPage:
-    """The thread's runs with id below ``before`` (all when None), newest first, at most
-    HISTORY_PAGE_SIZE, with both summaries loaded (three queries: totals, page, none per
-    run)."""
+    """The thread's runs numbered below ``before`` (all when None), newest first, at most
+    HISTORY_PAGE_SIZE, with both summaries loaded (two queries: totals, page; none per
+    run). Runs are numbered 1..N on their thread in the order they were created (by id),
+    the way the page names them ("Run 3") and pages back (``before=3``); runs are never
+    deleted one by one, so a number keeps naming the same run."""
     qs = CompactionRun.objects.filter(thread=thread)
     totals = qs.aggregate(
         runs=Count("pk"),
@@ -113,16 +119,20 @@ def compaction_history(*, thread: Thread, before: int | None) -> HistoryPage:
         tokens_out=Sum("tokens_output"),
         cost=Sum("cost"),
     )
-    if before is not None:
-        qs = qs.filter(pk__lt=before)
-    rows = list(
-        qs.select_related("summary", "previous_summary").order_by("-pk")[: HISTORY_PAGE_SIZE + 1]
+    total_runs = totals["runs"] or 0
+    newest = total_runs if before is None else min(before - 1, total_runs)
+    oldest = max(newest - HISTORY_PAGE_SIZE + 1, 1)
+    rows = (
+        list(
+            qs.select_related("summary", "previous_summary").order_by("pk")[oldest - 1 : newest]
+        )
+        if newest >= 1
+        else []
     )
-    older = rows[HISTORY_PAGE_SIZE - 1].pk if len(rows) > HISTORY_PAGE_SIZE else None
     return HistoryPage(
-        runs=[_run_view(run) for run in rows[:HISTORY_PAGE_SIZE]],
-        older_before=older,
-        total_runs=totals["runs"] or 0,
+        runs=[_run_view(run, oldest + i) for i, run in reversed(list(enumerate(rows)))],
+        older_before=oldest if oldest > 1 else None,
+        total_runs=total_runs,
         total_tokens=(totals["tokens_in"] or 0) + (totals["tokens_out"] or 0),
         total_cost=totals["cost"] or Decimal(0),
     )

@@ -159,16 +159,33 @@ def _place_folded(folded: list[Message], candidates: list[SummaryBlock]) -> list
     return unplaced
 
 
+def turn_number() -> Subquery:
+    """The expression of a turn's number for ``.annotate(number=turn_number())``: its
+    place among its thread's turns, 1 for the first, in the order they were created (by
+    id). Pages name a turn "Turn 3" by it, the same on every page; its id (which counts
+    every thread's turns) stays in URLs only. One correlated count per row, in the same
+    query."""
+    earlier = (
+        Turn.objects.filter(thread_id=OuterRef("thread_id"), pk__lte=OuterRef("pk"))
+        .order_by()
+        .values("thread_id")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return Subquery(earlier)
+
+
 def _mark_turns(rows: Iterable[Message]) -> None:
     """Give each assistant row that a playground turn stored ``xray_turn`` (the Turn's
-    id, for its X-ray link; issue 10 item 1); one query."""
+    id, for its X-ray link; issue 10 item 1) and ``xray_turn_number`` (its number on the
+    thread, turn_number); one query."""
     replies = {row.pk: row for row in rows if row.role == "assistant"}
     if not replies:
         return
-    for message_id, turn_id in Turn.objects.filter(assistant_message_id__in=list(replies)).values_list(
-        "assistant_message_id", "pk"
-    ):
+    turns = Turn.objects.filter(assistant_message_id__in=list(replies)).annotate(number=turn_number())
+    for message_id, turn_id, number in turns.values_list("assistant_message_id", "pk", "number"):
         replies[message_id].xray_turn = turn_id  # type: ignore[attr-defined]
+        replies[message_id].xray_turn_number = number  # type: ignore[attr-defined]
 
 
 def _model_order(page: _Page, blocks: dict[int, SummaryBlock]) -> list[tuple[str, Any]]:

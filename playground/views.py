@@ -248,7 +248,7 @@ def thread_compactions(request: HttpRequest, thread_id: uuid.UUID) -> HttpRespon
     """The thread's compaction history (issue 10 item 2): each run newest first with its
     range (linking to the messages), trigger, outcome, tokens and cost, the line diff of
     the summary before and after, and the names, dates and numbers the new summary
-    dropped; ``?before=<run id>`` pages back. 400 for a malformed ``before``."""
+    dropped; ``?before=<run number>`` pages back. 400 for a malformed ``before``."""
     thread = get_thread_for_user(request, thread_id)
     try:
         before = _before_param(request)

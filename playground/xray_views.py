@@ -120,16 +120,22 @@ def thread_turns(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     """The thread's chat turns, newest first: when, the user message, the adapter, the
     model's input tokens and the turn's cost, each linking to its X-ray."""
     thread = get_thread_for_user(request, thread_id)
+    turns = list(
+        Turn.objects.filter(thread=thread)
+        .select_related("user_message")
+        .annotate(cost=Sum("usage_lines__cost"))
+        .order_by("-pk")
+    )
     rows: list[dict[str, Any]] = [
         {
             "turn": turn,
+            # Newest first: the thread's last turn is number len(turns) (as selectors.turn_number counts).
+            "number": len(turns) - index,
             "xray_url": project_url("playground:turn-context", thread.project, turn.pk),
             **_input_tokens(turn.context or {}),
             "cost": turn.cost or Decimal(0),
         }
-        for turn in Turn.objects.filter(thread=thread)
-        .select_related("user_message")
-        .annotate(cost=Sum("usage_lines__cost"))
+        for index, turn in enumerate(turns)
     ]
     total = sum((row["cost"] for row in rows), Decimal(0))
     return page(

@@ -128,12 +128,16 @@ def test_it_shows_a_failed_run_with_its_error_and_no_diff(
 def test_it_pages_back_through_the_runs(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(history_selectors, "HISTORY_PAGE_SIZE", 2)
     thread = working.thread_create(project=world.project, dataset="d")
+    other = working.thread_create(project=world.project, dataset="d")
     for i in range(3):
-        working.message_append(thread=thread, role="user", content=f"m{i}")
-        compaction.compact(thread_id=thread.pk)
+        # Another thread's runs in between: ids jump, the numbers on this thread do not.
+        for t in (other, thread):
+            working.message_append(thread=t, role="user", content=f"m{i}")
+            compaction.compact(thread_id=t.pk)
     ids = list(
-        CompactionRun.objects.filter(thread=thread).order_by("-pk").values_list("pk", flat=True)
+        CompactionRun.objects.filter(thread=thread).order_by("pk").values_list("pk", flat=True)
     )
+    assert ids[1] - ids[0] == 2
     client = world.client(world.member)
     path = url("playground:thread-compactions", world.project, thread.pk)
 
@@ -141,12 +145,17 @@ def test_it_pages_back_through_the_runs(world: World, monkeypatch: pytest.Monkey
     older = first.by_testid("older-runs")[0].attrs["href"]
     second = tree(client.get(older))
 
-    assert [r.attrs["id"] for r in first.by_testid("compaction-run")] == [
-        f"run-{i}" for i in ids[:2]
-    ]
-    assert older == f"{path}&before={ids[1]}"
-    assert [r.attrs["id"] for r in second.by_testid("compaction-run")] == [f"run-{ids[2]}"]
+    assert [r.attrs["id"] for r in first.by_testid("compaction-run")] == ["run-3", "run-2"]
+    assert [n.full_text() for n in first.by_testid("run-number")] == ["Run 3", "Run 2"]
+    assert [r.attrs["data-from"] for r in first.by_testid("compaction-run")] == ["5", "3"]
+    assert older == f"{path}&before=2"
+    assert [n.full_text() for n in second.by_testid("run-number")] == ["Run 1"]
+    assert [r.attrs["data-from"] for r in second.by_testid("compaction-run")] == ["1"]
+    assert "Showing runs before run 2." in second.full_text()
     assert second.by_testid("older-runs") == []
+    assert [n.full_text() for n in tree(client.get(f"{path}&before=9")).by_testid("run-number")] == [
+        "Run 3", "Run 2",
+    ]  # fmt: skip
     assert client.get(f"{path}&before=x").status_code == 400
 
 

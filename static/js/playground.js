@@ -149,7 +149,7 @@
       if (body.transient) {
         parts.push("Transient send: nothing stored, no memory tools");
       } else if (body.userMessage && body.assistantMessage) {
-        parts.push("Turn " + body.turnId + ": #" + body.userMessage.sequenceNumber + " → #" + body.assistantMessage.sequenceNumber);
+        parts.push("Turn stored: #" + body.userMessage.sequenceNumber + " → #" + body.assistantMessage.sequenceNumber);
       }
       if (body.prepare) {
         parts.push("prepare: " + plural(body.prepare.messageCount, "message") +

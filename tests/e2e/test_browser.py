@@ -171,9 +171,11 @@ def test_it_logs_in_creates_a_thread_and_shows_a_chat_turn_without_reload(
     turn = Turn.objects.get(thread=thread)
     context_view = page.get_by_test_id("turn-context")
     expect(context_view).to_have_attribute("data-turn-id", str(turn.pk))
+    # Numbered on its thread, whatever its id (other tests' turns came before it).
+    expect(context_view.get_by_test_id("turn-heading")).to_contain_text("Turn 1 ")
     expect(context_view.get_by_test_id("turn-adapter")).to_contain_text("Adapter: offline")
     expect(context_view.get_by_test_id("context-tail")).to_contain_text("Hello from the browser")
-    expect(page.get_by_test_id("last-turn")).to_contain_text(f"Turn {turn.pk}: #1 → #2")
+    expect(page.get_by_test_id("last-turn")).to_contain_text("Turn stored: #1 → #2")
     # The pending bubbles gave way to the stored messages; the input is ready for more.
     expect(page.get_by_test_id("chat-pending").locator("li")).to_have_count(0)
     expect(page.get_by_test_id("chat-input")).to_have_value("")
