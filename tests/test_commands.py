@@ -21,6 +21,7 @@ from django.test import Client
 
 from memoryapp import episodic, working
 from memoryapp.management.commands import end_idle_threads
+from memoryapp.management.commands.demo_setup import demo_key_file
 from memoryapp.models import ApiKey, Job, Project
 from tests.conftest import BASE, Clock
 
@@ -155,6 +156,46 @@ def test_it_prints_an_export_line_for_the_base_url_it_serves(db: None, tmp_path:
 
     lines = [line.strip() for line in out.getvalue().splitlines() if "export BASE=" in line]
     assert lines == ["export BASE=http://127.0.0.1:8123"]
+
+
+def test_it_keeps_the_demo_key_of_each_database_in_a_file_of_its_own(settings: Any, tmp_path: Path) -> None:
+    settings.BASE_DIR = tmp_path
+    sqlite = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(tmp_path / "db.sqlite3")}
+    postgres = {
+        "ENGINE": "django.db.backends.postgresql", "NAME": "memory", "HOST": "127.0.0.1", "PORT": 5432,
+    }  # fmt: skip
+
+    assert demo_key_file(sqlite) == tmp_path / ".demo-key"
+    # As settings.py configures the default database: this project's SQLite backend.
+    assert demo_key_file({**sqlite, "ENGINE": "memoryapp.sqlite_backend"}) == tmp_path / ".demo-key"
+    assert demo_key_file(postgres) == tmp_path / ".demo-key.postgresql-127.0.0.1-5432-memory"
+    assert demo_key_file({**sqlite, "NAME": "/tmp/other db.sqlite3"}) == (
+        tmp_path / ".demo-key.sqlite3-tmp-other-db.sqlite3"
+    )
+    assert demo_key_file({**postgres, "HOST": "", "PORT": ""}) == tmp_path / ".demo-key.postgresql-memory"
+
+
+def test_it_leaves_the_key_file_of_another_database_alone(db: None, settings: Any, tmp_path: Path) -> None:
+    # ./dev serve on the default database wrote .demo-key; now demo_setup runs against
+    # another one (the test database), where that key does not exist.
+    settings.BASE_DIR = tmp_path
+    other = "mk_0123abcd_" + "x" * 32
+    (tmp_path / ".demo-key").write_text(other + "\n")
+    own = demo_key_file()
+    assert own.parent == tmp_path and own.name.startswith(".demo-key.")
+
+    out = StringIO()
+    call_command("demo_setup", stdout=out)
+    again = StringIO()
+    call_command("demo_setup", stdout=again)
+
+    assert (tmp_path / ".demo-key").read_text() == other + "\n"
+    secret = own.read_text().strip()
+    assert SECRET_RE.match(secret) and works(secret) == 200
+    assert f"  export KEY={secret}" in out.getvalue().splitlines()
+    assert f"  export KEY={secret}" in again.getvalue().splitlines()  # the same key next time
+    assert f"  Key file:  {own.name} (one per database; delete it for a new key)" in out.getvalue().splitlines()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".demo-key", own.name]
 
 
 # --- end_idle_threads --------------------------------------------------------------------

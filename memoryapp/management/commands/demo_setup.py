@@ -1,9 +1,12 @@
 """``manage.py demo_setup``: the demo user, project and API key the README's run command uses.
 
 Idempotent: the user and project are created once. The demo API key's secret is kept in
-``.demo-key`` next to manage.py (git-ignored, mode 0600; the database still holds only its
-hash) so every ``./dev serve`` prints the same key; delete the file, or revoke the key,
-for a new one. It is printed with the login, ready to paste into the README's curl
+a file next to manage.py (git-ignored, mode 0600; the database still holds only its hash)
+so every ``./dev serve`` prints the same key; delete the file, or revoke the key, for a
+new one. One file per database (demo_key_file): ``.demo-key`` for the default SQLite
+database, ``.demo-key.<engine>-<host>-<port>-<name>`` for any other (DATABASE_URL or
+SQLITE_PATH set), so running against another database never replaces the key of the
+first. It is printed with the login, ready to paste into the README's curl
 examples. A project with no threads also
 gets a short sample conversation, auto-compacted once, so the dashboard is not empty on
 first run.
@@ -11,6 +14,7 @@ first run.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +40,24 @@ SAMPLE_CONVERSATION: list[tuple[str, str]] = [
 ]
 
 
+def demo_key_file(database: dict[str, Any] | None = None) -> Path:
+    """Where the demo key of ``database`` (settings.DATABASES's default when None) is
+    kept: ``.demo-key`` next to manage.py for the default SQLite database (db.sqlite3
+    there), else ``.demo-key.`` plus the engine, host, port and name of the database with
+    anything but letters, digits, ``.``, ``_`` and ``-`` made ``-``
+    (``.demo-key.postgresql-127.0.0.1-5432-memory``, ``.demo-key.sqlite3-tmp-other.db``)."""
+    db = database if database is not None else settings.DATABASES["default"]
+    # memoryapp.sqlite_backend is SQLite too; name the engine as people know it.
+    engine = "sqlite3" if "sqlite" in str(db["ENGINE"]) else str(db["ENGINE"]).rsplit(".", 1)[-1]
+    name = str(db.get("NAME") or "")
+    if engine == "sqlite3" and name == str(settings.BASE_DIR / "db.sqlite3"):
+        return settings.BASE_DIR / ".demo-key"
+    fields = (engine, db.get("HOST"), db.get("PORT"), name)
+    safe = (re.sub(r"[^A-Za-z0-9._-]+", "-", str(f)).strip("-.") for f in fields if f)
+    label = "-".join(part for part in safe if part)
+    return settings.BASE_DIR / f".demo-key.{label}"
+
+
 class Command(BaseCommand):
     help = "Create the demo user, project and an API key; print the login and the key."
 
@@ -46,8 +68,10 @@ class Command(BaseCommand):
         parser.add_argument("--url", default="http://127.0.0.1:8000/")
         parser.add_argument(
             "--key-file",
-            default=str(settings.BASE_DIR / ".demo-key"),
-            help="Where the demo key's secret is kept between runs (git-ignored).",
+            default=None,
+            help="Where the demo key's secret is kept between runs (git-ignored); by default "
+            "one file per database: .demo-key for the default SQLite database, "
+            ".demo-key.<engine>-<host>-<port>-<name> for another.",
         )
 
     def _demo_key(self, project: Project, key_file: str) -> str:
@@ -79,7 +103,9 @@ class Command(BaseCommand):
         )
         if not Thread.objects.filter(project=project).exists():
             self._sample_thread(project)
-        secret = self._demo_key(project, options["key_file"])
+        key_file = Path(options["key_file"] or demo_key_file())
+        secret = self._demo_key(project, str(key_file))
+        shown_file = key_file.name if key_file.parent == settings.BASE_DIR else str(key_file)
         url = options["url"]
         self.stdout.write(
             "\n".join(
@@ -89,6 +115,7 @@ class Command(BaseCommand):
                     f"  Dashboard: {url}",
                     f"  Login:     {options['username']} / {options['password']}",
                     f"  API key:   {secret}",
+                    f"  Key file:  {shown_file} (one per database; delete it for a new key)",
                     f"  API docs:  {url}v1/docs",
                     "",
                     f"  export BASE={url.rstrip('/')}",
