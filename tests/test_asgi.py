@@ -12,9 +12,11 @@ import pytest
 from asgiref.sync import sync_to_async
 from asgiref.testing import ApplicationCommunicator
 from django.conf import settings
+from django.db import connection
 
 from memoryapp.asgi import MAX_BODY_BYTES, http_application
 from memoryapp.models import ApiKey, Project
+from tests.conftest import close_sync_thread_connections
 from tests.servers import Server, manage, uvicorn_server
 
 TIMEOUT = 10
@@ -117,6 +119,20 @@ async def test_it_refuses_a_body_past_the_limit_without_reading_the_rest() -> No
 
     assert status == 413
     assert json.loads(body)["issues"][0]["code"] == "body_too_large"
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_sync_thread_gives_its_database_connection_back_after_a_test() -> None:
+    # An async test's ORM calls (sync_to_async) run on asgiref's one sync thread and
+    # keep its connection open: on PostgreSQL the test database could not be dropped
+    # cleanly at the end of the run. tests.conftest closes it after every test.
+    await sync_to_async(_make_key)()
+    assert await sync_to_async(lambda: connection.connection is not None)()
+
+    close_sync_thread_connections()
+
+    assert await sync_to_async(lambda: connection.connection is None)()
+    assert await sync_to_async(lambda: Project.objects.get(slug="asgi").name)() == "ASGI"
 
 
 # --- over a real server: HTTP framing and read timeouts -------------------------------------
