@@ -19,6 +19,11 @@ Lineage rules (facts_store):
   fact's ``valid_from``: when it stopped being true) and ``invalidated_by``, and is kept
   for audit. If the stored fact is the newer one (messages extracted out of order), the
   new fact is stored already invalidated by it.
+- A change of state may end other single-valued attributes as well
+  (ExtractedFact.retires: quitting a job ends the title and the employer): their
+  current facts stated no later than it are invalidated by it in the same way; with
+  ``retires_when`` only if one of them has that value (its words name it: "Acme" and
+  "Acme Corp").
 - Deleting a fact removes it and its search-index row at once (fact_delete); a fact it
   had invalidated is current again unless a newer current fact invalidates it
   (invalidations_release, the same for a thread's or a dataset's facts).
@@ -358,6 +363,24 @@ class _Ledger:
         for old in others:
             self._invalidate(old, new)
 
+    def retire(self, new: Fact, attributes: Iterable[str], when: str) -> None:
+        """ExtractedFact.retires: the current single-valued facts of ``new``'s subject with
+        one of ``attributes`` stated no later than ``new`` are invalidated by it; with
+        ``when``, only if one of them has that value (values_match)."""
+        if new.invalidated_at is not None:
+            return
+        ended = [
+            old
+            for attribute in dict.fromkeys(" ".join(a.lower().split()) for a in attributes)
+            if attribute and attribute != new.attribute
+            for old in self.current.get((new.subject_id, attribute), [])
+            if old.single_valued and old.valid_from <= new.valid_from
+        ]
+        if when and not any(values_match(value_key(when), old.value_key) for old in ended):
+            return
+        for old in ended:
+            self._invalidate(old, new)
+
     def _invalidate(self, old: Fact, new: Fact) -> None:
         old.invalidated_at, old.invalidated_by = new.valid_from, new
         self.current[(old.subject_id, old.attribute)].remove(old)
@@ -430,6 +453,7 @@ def _store_one(
         created=timezone.now(),
     )
     ledger.add(fact, mentioned)
+    ledger.retire(fact, extracted.retires, extracted.retires_when)
 
 
 def facts_store(

@@ -49,6 +49,14 @@ def _facts(*contents: str) -> list[tuple[str, str, str, bool]]:
         ("I work as a nurse at the clinic.", ("user", "job", "nurse at the clinic", True)),
         ("I'm a software engineer.", ("user", "job", "software engineer", True)),
         ("I work at Globex Corp.", ("user", "works at", "Globex Corp", True)),
+        ("I got a job at Fernleaf.", ("user", "works at", "Fernleaf", True)),
+        ("I landed a new position with Fernleaf!", ("user", "works at", "Fernleaf", True)),
+        ("I'm working for Fernleaf now.", ("user", "works at", "Fernleaf", True)),
+        ("I started working at Fernleaf in May.", ("user", "works at", "Fernleaf", True)),
+        ("I got hired by Fernleaf.", ("user", "works at", "Fernleaf", True)),
+        ("I'm working with Mara on a quilt.", ("user", "", "", False)),
+        ("I'm working for myself these days.", ("user", "", "", False)),
+        ("I left Paris when I moved to Leeds.", ("user", "lives in", "Leeds", True)),
         ("My name is Priya.", ("user", "name", "Priya", True)),
         ("I'm 41 years old.", ("user", "age", "41", True)),
         ("My favorite band is Radiohead.", ("user", "favorite band", "Radiohead", True)),
@@ -694,3 +702,125 @@ def test_an_emphatic_do_an_aside_and_an_agreed_opinion(content: str, attribute: 
 
 def test_agreeing_alone_is_no_fact() -> None:
     assert _facts("I totally agree - taking risks is key.", "I'll think about it.") == []
+
+
+def _entity_kinds(*contents: str) -> dict[str, str]:
+    episode = extract_episode([_m(i + 1, c) for i, c in enumerate(contents)])
+    return {e.name: e.kind for e in episode.entities if e.name != "user"}
+
+
+@pytest.mark.parametrize(
+    ("content", "kind"),
+    [
+        # Work, a job or an occupation before "at" / "for" / "with": a place of work.
+        ("I work at Fernleaf.", "organisation"),
+        ("Big news: I got a job at Fernleaf.", "organisation"),
+        ("I quit my job at Fernleaf.", "organisation"),
+        ("My sister is a nurse at Fernleaf.", "organisation"),
+        ("I'm working at Fernleaf these days.", "organisation"),
+        ("I had an interview with Fernleaf today.", "organisation"),
+        ("I study at Fernleaf.", "organisation"),
+        # Living, eating, meeting "at" the same name: a place.
+        ("I live at Fernleaf.", "place"),
+        ("I live in Fernleaf.", "place"),
+        ("We had dinner at Fernleaf.", "place"),
+        ("I met my sister at Fernleaf.", "place"),
+    ],
+)
+def test_the_words_before_a_name_decide_whether_it_is_an_organisation_or_a_place(
+    content: str, kind: str
+) -> None:
+    """The same name is an employer or a place by the verb or noun before it, never by
+    the name itself."""
+    assert _entity_kinds(content) == {"Fernleaf": kind}
+
+
+@pytest.mark.parametrize(
+    ("content", "text"),
+    [
+        ("Big news: I got a job at Fernleaf.", "The user got a job at Fernleaf."),
+        ("Guess what? I adopted a dog named Rex.", "The user adopted a dog named Rex."),
+        ("Oh wow, guess what, my sister Mara had a baby!", "The user's sister Mara had a baby!"),
+        ("Honestly, Mara is my sister.", "Mara is the user's sister."),
+        ("Well, anyway: I live in Oslo now.", "The user lives in Oslo now."),
+        ("Btw, I drive a Golf.", "The user drives a Golf."),
+        ("By the way, I'm vegan now.", "The user is vegan now."),
+        ("Fun fact - I speak four languages.", "The user speaks four languages."),
+        ("Sadly, my cat Pixel died.", "The user's cat Pixel died."),
+        ("Good news! I passed my driving test.", "The user passed the user's driving test."),
+        ("Btw: my car is a Golf.", "The user's car is a Golf."),
+        # What opens a clause and says when, where or who stays.
+        ("At work, Mara is my boss.", "At work, Mara is the user's boss."),
+        ("Mara: I live in Oslo.", "Mara lives in Oslo."),
+    ],
+)
+def test_it_strips_discourse_markers_that_open_a_statement(content: str, text: str) -> None:
+    (fact,) = extract_episode([_m(1, content)]).facts
+    assert fact.text == text
+
+
+@pytest.mark.parametrize(
+    ("content", "attribute", "retires", "when"),
+    [
+        ("I quit my job at Acme.", "job", ("works at",), ""),
+        ("I was laid off.", "job", ("works at",), ""),
+        ("I got fired last week.", "job", ("works at",), ""),
+        ("I retired in 2023.", "job", ("works at",), ""),
+        ("I left Acme in March.", "", ("works at", "job"), "Acme"),
+        ("I resigned from Acme Corp.", "job", ("works at",), ""),
+        ("I left Acme Corp for Globex.", "", ("works at", "job"), "Acme Corp"),
+        # A title alone changing, or leaving a stance, ends nothing else.
+        ("I got promoted to team lead.", "job", (), ""),
+        ("I gave up running.", "stance on running", (), ""),
+    ],
+)
+def test_a_change_of_state_names_every_attribute_it_ends(
+    content: str, attribute: str, retires: tuple[str, ...], when: str
+) -> None:
+    (fact,) = extract_episode([_m(1, content)]).facts
+    assert (fact.attribute, fact.retires, fact.retires_when) == (attribute, retires, when)
+
+
+@pytest.mark.parametrize(
+    "ending",
+    ["I quit my job at Acme.", "I left Acme last week.", "I was laid off.", "I retired last month."],
+)
+def test_losing_a_job_retires_the_employer_and_the_title(
+    project: Project, clock: Clock, ending: str
+) -> None:
+    _told(project, clock, "2026-03-02T10:00:00Z", "I work at Acme Corp.", "I'm a senior accountant.")
+    _told(project, clock, "2026-08-16T09:00:00Z", ending)
+    (now,) = Fact.objects.current()
+    ended = Fact.objects.filter(invalidated_at__isnull=False).order_by("attribute")
+    assert [(f.attribute, f.value, f.invalidated_by_id) for f in ended] == [
+        ("job", "senior accountant", now.pk),
+        ("works at", "Acme Corp", now.pk),
+    ]
+
+
+@pytest.mark.parametrize("ending", ["I left Globex last week.", "I left Paris in May."])
+def test_leaving_somewhere_else_keeps_the_job(
+    project: Project, clock: Clock, ending: str
+) -> None:
+    """ "I left X" ends the employment only where X is the employer."""
+    _told(project, clock, "2026-03-02T10:00:00Z", "I work at Acme Corp.", "I'm a senior accountant.")
+    _told(project, clock, "2026-08-16T09:00:00Z", ending)
+    assert _current(project) == {
+        "works at": "The user works at Acme Corp.",
+        "job": "The user is a senior accountant.",
+    }
+    assert not Fact.objects.filter(invalidated_at__isnull=False).exists()
+
+
+def test_a_new_employer_after_quitting_is_current(project: Project, clock: Clock) -> None:
+    _told(project, clock, "2026-03-02T10:00:00Z", "I work at Acme Corp.")
+    _told(
+        project,
+        clock,
+        "2026-08-16T09:00:00Z",
+        "Big news: I quit my job at Acme, and I got a job at Fernleaf.",
+    )
+    assert _current(project) == {
+        "job": "The user quit the user's job at Acme.",
+        "works at": "The user got a job at Fernleaf.",
+    }

@@ -26,13 +26,19 @@ English first-person statements and nothing fitted to one data set.
   retiring from a job, stopping, giving up or "no more" of an activity, moving away,
   selling the car, a divorce or a break-up. The age of someone else ("Arjun turned 9",
   "my son Arjun is 8") is a fact whose subject is that person (single-valued per person).
-  Other clauses have no attribute and never contradict anything.
+  A change of state also names the other attributes it ends (ExtractedFact.retires):
+  losing a job ends the employer with the title, and "I left Acme" ends both where Acme
+  is the employer. Other clauses have no attribute and never contradict anything.
+  Discourse markers and interjections that open a clause ("Big news:", "Well, honestly,",
+  "Guess what,") are not part of its fact.
 - **References.** A pronoun whose referent is not in its own clause ("I eat it every
   Friday") takes the one name the previous sentence offers; with none or several, the
   fact is dropped (it would say nothing on its own).
 - **Entities.** The speaker (person), relation targets (person or animal), pattern values
-  that are names, and capitalised names in the clause (place after in/to/from/at,
-  organisation for employers and names ending in University, Inc, ...; else thing).
+  that are names, and capitalised names in the clause: organisation for employers, after
+  work, a job or an occupation ("a job at Fernleaf", "a nurse at Fernleaf") and for names
+  ending in University, Inc, ...; place after in/to/from/at otherwise; else thing. The
+  words before a name decide, never the name.
 - **Summary.** The episode's most informative facts in order (pattern facts and facts
   with names, numbers or dates first), at most SUMMARY_LINES lines; ``quoted_sequences``
   are their source messages. The title names the episode's most mentioned entities.
@@ -169,6 +175,22 @@ _PLACE_CUE = re.compile(
     r"\b(?:in|to|from|at|near|visit(?:ed|ing)?|around)\s+(?:the\s+)?$", re.IGNORECASE
 )
 _LEADING_CONJUNCTION = re.compile(r"^(?:and|but|so|also|then|plus|oh|well)\b,?\s*", re.IGNORECASE)
+# Discourse markers and interjections: words that frame a statement and say nothing of
+# its content (a closed class of English, not names or topics).
+_MARKER = (
+    r"(?:oh|ohh|ah|aw|aww|wow|whoa|yay|hey|hi|hello|well|so|and|but|now|anyway|anyways|anyhow|"
+    r"btw|by the way|fyi|honestly|frankly|seriously|actually|basically|literally|truly|"
+    r"okay|ok|alright|all right|right|yeah|yes|yep|yup|no|nope|nah|sure|um+|uh+|er+|hm+|"
+    r"lol|haha+|omg|oh my god|oh my gosh|my god|gosh|ugh|phew|sadly|luckily|fortunately|"
+    r"unfortunately|thankfully|hopefully|surprisingly|interestingly|funnily enough|"
+    r"guess what|you know what|you know|listen|look|also|plus|besides|incidentally|"
+    r"in fact|of course|to be honest|tbh|believe it or not|long story short|just so you know|"
+    r"(?:(?:big|good|great|bad|sad|exciting|happy|some|breaking|fun|random|quick|little|"
+    r"funny|true|side)\s+)?(?:news|update|fact|story|note|thought|confession|announcement))"
+)
+# Markers before a statement, ending in "," ":" "!" or a dash: "Big news: I got a job",
+# "Oh wow, guess what, my sister ...". Stripped from each clause (strip_discourse).
+_DISCOURSE = re.compile(rf"^\s*{_MARKER}(?:[\s,]+{_MARKER})*\s*(?:[,:!]+|\s[-\u2013\u2014]+)\s*(?=\S)", re.IGNORECASE)
 _QUESTION_START = re.compile(
     r"^(?:what|which|who|whom|whose|when|where|why|how|do|does|did|is|are|was|were|can|"
     r"could|would|will|should|shall|have|has)\b",
@@ -191,6 +213,7 @@ class _Pattern:
     single: bool
     kind: str = ""
     fixed: str = ""
+    retires: tuple[str, ...] = ()
 
 
 _RELATIONS_SINGLE = _words(
@@ -217,14 +240,41 @@ _OCCUPATIONS = _words(
     "veterinarian vet surgeon paramedic mom dad retiree"
 )
 _OCCUPATION_WORDS = "|".join(_OCCUPATIONS)
+# What comes before a name decides its kind, not the name: "at" after work, a job or an
+# occupation names a place of work or study ("I work at Fernleaf", "a job with Fernleaf",
+# "a nurse at Fernleaf", "I study at Fernleaf"): an organisation; elsewhere a place.
+_EMPLOYER_CUE = re.compile(
+    r"\b(?:(?:work(?:s|ed|ing)?|employed|hired|stud(?:y|ies|ied|ying)|enrolled|interned|"
+    r"intern(?:ing|ship)?|volunteer(?:s|ed|ing)?|teach(?:es|ing)?|taught)\s+(?:\w+ly\s+)?"
+    r"(?:at|for|by)|(?:job|jobs|position|role|post|gig|career|shift|contract|offer|interview|"
+    rf"promotion|internship|boss|colleagues?|coworkers?|co-workers?|{_OCCUPATION_WORDS})s?\s+"
+    r"(?:at|with|for))\s+(?:the\s+)?$",
+    re.IGNORECASE,
+)
 _I = r"\bI(?: (?:now|currently|still|also|actually|just|recently|really|finally))?"
 # "we" includes the speaker: where "we" live is where the speaker lives.
 _WE_I = r"\b(?:I|[Ww]e)(?: (?:now|currently|still|also|actually|just|recently|really|finally|all|both))?"
 _VALUE = r"(?P<value>[^,;.!?]+)"
 
 
-def _p(regex: str, attribute: str, *, single: bool, kind: str = "", fixed: str = "") -> _Pattern:
-    return _Pattern(re.compile(regex, re.IGNORECASE), attribute, single, kind, fixed)
+def _p(
+    regex: str,
+    attribute: str,
+    *,
+    single: bool,
+    kind: str = "",
+    fixed: str = "",
+    retires: tuple[str, ...] = (),
+) -> _Pattern:
+    return _Pattern(re.compile(regex, re.IGNORECASE), attribute, single, kind, fixed, retires)
+
+
+#: Losing one's job ends the employer with the title (ExtractedFact.retires).
+_ENDS_EMPLOYMENT = ("works at",)
+#: Leaving a named place of work ends the employment and the title held there.
+_LEFT_EMPLOYER = ("works at", "job")
+# Taking up a job somewhere: "got a job at", "landed a position with", "started working for".
+_JOB_NOUN = r"(?:(?:new |first |full-time |part-time |summer )?(?:job|position|role|internship|post|gig))"
 
 
 #: One's stance on an activity, food, hobby, habit: single-valued and keyed by the item,
@@ -361,14 +411,16 @@ _PATTERNS = [
         "job",
         single=True,
         fixed="quit",
+        retires=_ENDS_EMPLOYMENT,
     ),
     _p(
         rf"{_I}{_HAVE} (?:lost (?:my|the) (?:\w+ )?job|(?:got|was|been) (?:fired|laid off|let go|made redundant|sacked))\b",
         "job",
         single=True,
         fixed="lost job",
+        retires=_ENDS_EMPLOYMENT,
     ),
-    _p(rf"{_I}{_HAVE} retired\b", "job", single=True, fixed="retired"),
+    _p(rf"{_I}{_HAVE} retired\b", "job", single=True, fixed="retired", retires=_ENDS_EMPLOYMENT),
     _p(
         rf"\bI(?:'m| am) (?:no longer (?:a|an) {_MODIFIERS}(?:{_OCCUPATION_WORDS})|not (?:a|an) "
         rf"{_MODIFIERS}(?:{_OCCUPATION_WORDS}) (?:anymore|any more|any longer))\b",
@@ -389,6 +441,15 @@ _PATTERNS = [
         single=True,
     ),
     _p(rf"{_I} work (?:\w+ly )?(?:at|for) {_VALUE}", "works at", single=True, kind="organisation"),
+    _p(
+        rf"(?:{_I}{_HAVE} (?:got|landed|found|started|accepted|took|taken|began|begun|been offered|"
+        rf"was offered)(?: a| an| the| my)? {_JOB_NOUN} (?:at|with|for)|{_I}(?:'m| am) (?:now |"
+        rf"currently )?(?:working (?:at|for)|employed (?:at|by))|{_I}{_HAVE} (?:started|begun|began) "
+        rf"(?:working|work) (?:at|for)|{_I}{_HAVE} (?:got |been |was )?hired (?:at|by)) {_VALUE}",
+        "works at",
+        single=True,
+        kind="organisation",
+    ),
     _p(rf"\bI(?:'m| am) (?:severely |very |mildly )?allergic to {_VALUE}", "allergic to", single=False),
     _p(
         r"\bI(?:'m| am) (?:a |an )?(?:strict )?(?P<value>vegetarian|vegan|pescatarian|"
@@ -523,6 +584,9 @@ _PATTERNS = [
         single=True,
         fixed=_DOES,
     ),
+    # "I left Acme": the job ends only if Acme is where the speaker works (retires_when).
+    # Last, so a clause that says more ("I left Paris when I moved to Leeds") keeps that.
+    _p(rf"{_I}{_HAVE} left (?P<value>{_NAME})\b", "", single=False, retires=_LEFT_EMPLOYER),
 ]
 
 # Words that end a value phrase: what follows is another clause or a time adverb.
@@ -548,7 +612,11 @@ _LEADING = re.compile(
     re.IGNORECASE,
 )
 # A value opening with a pronoun refers elsewhere ("it here", "her cooking").
-_PRONOUN_VALUE = re.compile(r"^(?:it|them|him|her|you|us|me)\b", re.IGNORECASE)
+_PRONOUN_VALUE = re.compile(
+    r"^(?:it|them|him|her|you|us|me|myself|yourself|himself|herself|itself|ourselves|"
+    r"themselves)\b",
+    re.IGNORECASE,
+)
 _VAGUE_VALUES = frozenset(
     _words(
         "it that this them you him her those these there here question problem idea "
@@ -616,6 +684,8 @@ class _Found:
     tentative: set[str]
     sequence: int
     weight: float
+    retires: tuple[str, ...] = ()
+    retires_when: str = ""
     # Who said it, when the fact is about someone else ("Arjun turned 9": subject Arjun).
     speaker: str = ""
 
@@ -625,6 +695,7 @@ class _Found:
         self.attribute = _restored(self.attribute)
         self.entities = [(_restored(n), k) for n, k in self.entities]
         self.tentative = {_restored(n) for n in self.tentative}
+        self.retires_when = _restored(self.retires_when)
         return self
 
 
@@ -632,7 +703,12 @@ def speaker_of(message: TranscriptMessage) -> tuple[str | None, str]:
     """``(speaker, body)``: the label's name and the text after it, or ``user`` for an
     unlabelled user message and None (states nothing about a person) otherwise."""
     match = _LABEL.match(message.content)
-    if match and match.group("name").lower().rstrip(".") not in _NOT_SPEAKERS:
+    if (
+        match
+        and match.group("name").lower().rstrip(".") not in _NOT_SPEAKERS
+        # "Btw: ...", "Big News: ..." open a statement; they name nobody.
+        and not re.fullmatch(_MARKER, match.group("name"), re.IGNORECASE)
+    ):
         return match.group("name"), message.content[match.end() :]
     return (USER if message.role == "user" else None), message.content
 
@@ -672,13 +748,25 @@ def _restored(text: str) -> str:
     return text.replace(_ABBREVIATION_DOT, ".")
 
 
+def strip_discourse(clause: str) -> str:
+    """``clause`` without the discourse markers and interjections that open it and end in
+    a comma, colon, exclamation mark or dash ("Big news: I got a job" -> "I got a job",
+    "Well, honestly, Mara is my sister" -> "Mara is my sister"); anything else that opens
+    a clause ("In 2019, I moved", "At work, I ...") says when or where and stays."""
+    while True:
+        stripped = _DISCOURSE.sub("", clause, count=1)
+        if stripped == clause:
+            return clause
+        clause = stripped
+
+
 def clauses(text: str) -> list[str]:
     """Sentences of ``text`` (not ended by an abbreviation's full stop, which is
     _ABBREVIATION_DOT in them), each split before a new first-person clause."""
     out: list[str] = []
     for sentence in _SENTENCES.split(_protect_abbreviations(text.replace("\u2019", "'"))):
         for clause in _split_clauses(sentence.strip()):
-            clause = _LEADING_CONJUNCTION.sub("", clause.strip())
+            clause = _LEADING_CONJUNCTION.sub("", strip_discourse(clause.strip()))
             if clause:
                 out.append(clause)
     return out
@@ -958,7 +1046,7 @@ def names_in(clause: str) -> list[tuple[str, str, bool]]:
         name = " ".join(words)
         if len(name) < 2 or (name.isupper() and len(name) > 5):
             continue
-        if _ORGANISATION.search(name):
+        if _ORGANISATION.search(name) or _EMPLOYER_CUE.search(clause[: match.start()]):
             kind = "organisation"
         elif _PLACE_CUE.search(clause[: match.start()]):
             kind = "place"
@@ -1285,6 +1373,7 @@ def _clause_fact(
     its own (_age_fact) and this one only says the relation ("The user's son is Arjun.")."""
     names = [n for n in names_in(clause) if n[0].casefold() != speaker.casefold()]
     attribute, value, single, kind = _attribute(clause) or ("", "", False, "")
+    retires, when = _ending(clause, attribute, value)
     entities = [(speaker, "person")]
     if value and kind:
         entities.append((value, kind))
@@ -1311,7 +1400,23 @@ def _clause_fact(
         tentative=tentative,
         sequence=sequence,
         weight=_weight(clause, attribute, names),
+        retires=retires,
+        retires_when=when,
     )
+
+
+def _ending(clause: str, attribute: str, value: str) -> tuple[tuple[str, ...], str]:
+    """``(retires, retires_when)`` of the pattern that gave the clause its attribute
+    (ExtractedFact.retires): a job's ending ends the employer too; "I left Acme" ends the
+    job where Acme is the employer."""
+    for pattern in _PATTERNS:
+        if not pattern.retires or pattern.attribute != attribute:
+            continue
+        if pattern.fixed and pattern.fixed == value and pattern.regex.search(clause):
+            return pattern.retires, ""
+        if not pattern.attribute and value and pattern.regex.search(clause):
+            return pattern.retires, value
+    return (), ""
 
 
 def _age_fact(clause: str, speaker: str, text: str, sequence: int, person: tuple[str, str]) -> _Found:
@@ -1435,6 +1540,8 @@ def extract_episode(messages: list[TranscriptMessage]) -> EpisodeExtraction:
             single_valued=f.single,
             entities=tuple(dict.fromkeys(name for name, _ in f.entities)),
             source_sequences=(f.sequence,),
+            retires=f.retires,
+            retires_when=f.retires_when,
         )
         for f in found
     ]

@@ -90,6 +90,13 @@ class ExtractedFact:
     Civic"), ``single_valued`` (the attribute holds one value at a time, so another value
     replaces this one), ``entities`` (names of the entities it mentions) and
     ``source_sequences`` (sequence numbers of the messages that state it).
+
+    A change of state may end more than its own attribute: ``retires`` names the
+    subject's other single-valued attributes it ends ("I quit my job" ends the title and
+    the employer alike: attribute "job", retires ("works at",)). With ``retires_when``
+    they end only if one of them currently has that value ("I left Acme" ends the job
+    only where the employer is Acme). memoryapp.semantic applies it like its
+    single-valued rule (the older facts are invalidated by this one).
     """
 
     text: str
@@ -99,6 +106,8 @@ class ExtractedFact:
     single_valued: bool = False
     entities: tuple[str, ...] = ()
     source_sequences: tuple[int, ...] = ()
+    retires: tuple[str, ...] = ()
+    retires_when: str = ""
 
 
 @dataclass(frozen=True)
