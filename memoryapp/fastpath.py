@@ -9,7 +9,7 @@ returns the response, or returns None and Django serves the request as it always
 
 What runs is Django's and ninja's own code, minus the routing between them: the same
 WSGIRequest, request_started / request_finished signals, ApiKeyAuth (key cache, rate
-limit), ninja's parameter models (body parsing and the schemas of memoryapp.api.schemas),
+limit), ninja's body model (the API's JSON parser and the schemas of memoryapp.api.schemas),
 the functions the views call (memoryapp.api.working), ninja's response rendering and
 the middleware of settings.API_MIDDLEWARE, so status, headers and body are Django's byte
 for byte (tests/test_fastpath.py compares them).
@@ -46,6 +46,7 @@ from django.http.response import HttpResponseBase
 from django.urls import get_script_prefix, resolve, reverse
 from django.utils.log import log_response
 from ninja.operation import Operation
+from ninja.params.models import BodyModel, PathModel
 
 from memoryapp.api import api
 from memoryapp.api import working as views
@@ -85,6 +86,7 @@ class _Routes:
         prefix = get_script_prefix()
         paths = {}
         self.operations: dict[str, Operation] = {}
+        self.bodies: dict[str, type[BodyModel]] = {}
         for kind, name, view in (
             ("messages", "v1:append_message", views.append_message),
             ("prepare", "v1:prepare", views.prepare),
@@ -92,12 +94,31 @@ class _Routes:
             path = "/" + reverse(name, kwargs={"thread_id": placeholder})[len(prefix):]
             paths[kind] = path
             self.operations[kind] = _operation(path, view)
+            self.bodies[kind] = _body_model(self.operations[kind])
         head, _, tail = paths["messages"].partition(placeholder)
         if not (head and tail == "/messages" and paths["prepare"] == f"{head}{placeholder}/prepare"):
             raise LookupError(f"unexpected routes {paths}")
         # A path segment, as Django's <thread_id> (str converter) takes it.
         self.pattern = re.compile(re.escape(head) + "([^/]+)/(messages|prepare)")
         self.chain = _ResponseChain(list(settings.API_MIDDLEWARE))._middleware_chain
+
+
+def _body_model(operation: Operation) -> type[BodyModel]:
+    """ninja's model of ``operation``'s body, checked to be all it reads besides the
+    ``thread_id: str`` path parameter (_happy_request parses only the body)."""
+    path, body = operation.models
+    field = path.model_fields.get("thread_id")
+    if not (
+        issubclass(path, PathModel)
+        and list(path.model_fields) == ["thread_id"]
+        and field is not None
+        and field.annotation is str
+        and not field.metadata
+        and issubclass(body, BodyModel)
+        and list(body.model_fields) == ["payload"]
+    ):
+        raise LookupError(f"unexpected parameters {operation.models}")
+    return body
 
 
 def _operation(path: str, view: Callable[..., Any]) -> Operation:
@@ -155,10 +176,11 @@ class FastPath:
             request.get_host()
             if settings.SECURE_SSL_REDIRECT and not request.is_secure():
                 raise _Declined()
-            operation = routes.operations[kind]
             temporal = api.create_temporal_response(request)
-            # ninja's own parameter models: the body parsed and validated as the view's.
-            values = operation._get_values(request, {"thread_id": thread_id}, temporal)
+            # ninja's own body model, resolved as Operation._get_values resolves it for the
+            # view: the body parsed by the API's parser and validated ({"payload": ...}).
+            # The path model's one field, thread_id: str, would give the matched str back.
+            values: dict[str, Any] = dict(routes.bodies[kind].resolve(request, api, {}))
             if kind == "messages":
                 values["key"] = views.idempotency_key(environ.get("HTTP_IDEMPOTENCY_KEY"))
         except Exception as exc:

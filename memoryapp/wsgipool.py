@@ -20,11 +20,17 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import io
+import logging
+import queue
 import sys
+import threading
+import weakref
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 Response = tuple[int, list[tuple[bytes, bytes]], bytes]
 # A response as a fast handler gives it: status, WSGI headers (str pairs), body.
@@ -45,14 +51,16 @@ class PooledWsgi:
     ) -> None:
         self.app = app
         self.fast = fast
-        self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="http")
+        self.crew = _Crew(workers, "http")
+        # The threads end once this pool is gone (tests make pools of their own), or at exit.
+        weakref.finalize(self, self.crew.stop)
 
     async def __call__(self, scope: dict[str, Any], body: bytes, send: Any) -> None:
         """Run the request described by ``scope`` with ``body`` and send its response."""
         environ = wsgi_environ(scope, body)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Response] = loop.create_future()
-        self.executor.submit(contextvars.copy_context().run, self._run, environ, body, loop, future)
+        self.crew.submit(functools.partial(contextvars.copy_context().run, self._run, environ, body, loop, future))
         status, headers, content = await future
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": content})
@@ -93,6 +101,65 @@ class PooledWsgi:
                 close()
         status, headers = started
         return int(status.split(" ", 1)[0]), _encode(headers), b"".join(written)
+
+
+class _Crew:
+    """Up to ``size`` long-lived threads running the jobs given to ``submit``, in order.
+
+    What ThreadPoolExecutor did here, without what it adds per job that this pool has no
+    use for (a concurrent Future with its condition variable, set running and then done,
+    and a Python-level semaphore taken on submit and given back after each job): a job
+    goes into one C-level queue (queue.SimpleQueue) and an idle thread takes it. Like the
+    executor, a new thread is started only when none is idle and fewer than ``size`` run,
+    so sequential requests keep running on one thread (and its database connection).
+    The threads are daemons: ``stop`` (once the pool is collected, or at exit) lets each
+    finish the job it is running and ends it.
+    """
+
+    def __init__(self, size: int, name: str) -> None:
+        self.size, self.name = size, name
+        self.jobs: queue.SimpleQueue[Callable[[], object] | None] = queue.SimpleQueue()
+        self.threads: list[threading.Thread] = []
+        self.idle = 0  # threads waiting for a job, less the jobs already promised to them
+        self.lock = threading.Lock()
+
+    def submit(self, job: Callable[[], object]) -> None:
+        """Run ``job`` on an idle thread, on a new one, or after the jobs queued before it."""
+        with self.lock:
+            if self.idle:
+                self.idle -= 1
+            elif len(self.threads) < self.size:
+                thread = threading.Thread(
+                    target=self._work, name=f"{self.name}_{len(self.threads)}", daemon=True
+                )
+                self.threads.append(thread)
+                thread.start()
+        self.jobs.put(job)
+
+    def _work(self) -> None:
+        get, lock = self.jobs.get, self.lock
+        while True:
+            job = get()
+            if job is None:
+                return
+            try:
+                job()
+            except BaseException:  # PooledWsgi's jobs hand every outcome on; never here
+                logger.exception("a pool job raised")
+            del job  # nothing of the request outlives it while the thread waits
+            with lock:
+                self.idle += 1
+
+    def stop(self) -> None:
+        """End every thread once it has finished its job (idempotent)."""
+        with self.lock:
+            threads, self.threads = self.threads, []
+            self.idle = 0
+        for _ in threads:
+            self.jobs.put(None)
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join()
 
 
 def _encode(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
@@ -142,10 +209,26 @@ def wsgi_environ(scope: dict[str, Any], body: bytes) -> dict[str, Any]:
     if client is not None:
         environ["REMOTE_ADDR"], environ["REMOTE_PORT"] = client[0], str(client[1])
     for raw_name, raw_value in scope["headers"]:
-        name = raw_name.decode("latin1").lower()
-        if name == "content-length":
+        key = _ENVIRON_KEYS.get(raw_name) or _environ_key(raw_name)
+        if key == "CONTENT_LENGTH":  # set from the body above
             continue
-        key = "CONTENT_TYPE" if name == "content-type" else "HTTP_" + name.upper().replace("-", "_")
         value = raw_value.decode("latin1")
         environ[key] = f"{environ[key]},{value}" if key in environ else value
     return environ
+
+
+# Header name as sent -> its environ key, for the names seen first (a client inventing
+# names cannot grow it past _ENVIRON_KEYS_MAX).
+_ENVIRON_KEYS: dict[bytes, str] = {}
+_ENVIRON_KEYS_MAX = 256
+
+
+def _environ_key(raw_name: bytes) -> str:
+    name = raw_name.decode("latin1").lower()
+    if name in ("content-length", "content-type"):
+        key = name.upper().replace("-", "_")
+    else:
+        key = "HTTP_" + name.upper().replace("-", "_")
+    if len(_ENVIRON_KEYS) < _ENVIRON_KEYS_MAX:
+        _ENVIRON_KEYS[raw_name] = key
+    return key

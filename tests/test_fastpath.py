@@ -175,6 +175,11 @@ CATALOGUE = [
     Case("trailing slash", False, _post("prepare/", thread="main")),
     Case("GET messages", False, _post("messages", method="GET")),
     Case("PUT prepare", False, _post("prepare", {}, method="PUT")),
+    Case("key sent twice (joined)", False, _post("prepare", auth="Bearer KEY,Bearer KEY")),
+    Case("a repeated field: the last one", True, _post("messages", raw=b'{"role": "user", "content": "one", "content": "two"}')),
+    Case("NaN", False, _post("messages", raw=b'{"role": "user", "content": "x", "latencyMs": NaN}')),
+    Case("prepare, a list", False, _post("prepare", raw=b"[]")),
+    Case("prepare, a blank body", False, _post("prepare", raw=b" ")),
     Case("append once more", True, _post("messages", {**HI, "content": "still served"})),
     Case("prepare at the end", True, _post("prepare", {"messageLimit": 100})),
 ]

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
+import threading
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
 from asgiref.testing import ApplicationCommunicator
 
+from memoryapp import wsgipool
 from memoryapp.asgi import http_application
 from memoryapp.models import ApiKey, Message, Project, Thread
 from memoryapp.wsgipool import PooledWsgi, wsgi_environ
@@ -128,3 +132,55 @@ async def test_it_raises_what_the_app_raised_in_the_awaiting_request() -> None:
 
     with pytest.raises(LookupError, match="from the pool thread"):
         await PooledWsgi(app, workers=1)(_scope("GET", "/x"), b"", send)
+
+
+def test_header_names_are_mapped_once_and_the_memo_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wsgipool, "_ENVIRON_KEYS", {})
+    names = [f"x-made-up-{n}".encode() for n in range(wsgipool._ENVIRON_KEYS_MAX + 40)]
+    scope = _scope("POST", "/x", [(b"Content-Type", b"text/plain"), (b"content-length", b"9"), *((n, b"v") for n in names)])
+
+    first, second = wsgi_environ(scope, b"ab"), wsgi_environ(scope, b"ab")
+
+    assert first.keys() == second.keys()
+    assert (first["CONTENT_TYPE"], first["CONTENT_LENGTH"], first["HTTP_X_MADE_UP_0"]) == ("text/plain", "2", "v")
+    assert first[f"HTTP_X_MADE_UP_{len(names) - 1}"] == "v"
+    assert "HTTP_CONTENT_LENGTH" not in first and "HTTP_CONTENT_TYPE" not in first
+    assert len(wsgipool._ENVIRON_KEYS) == wsgipool._ENVIRON_KEYS_MAX
+    assert wsgipool._ENVIRON_KEYS[b"content-length"] == "CONTENT_LENGTH"
+
+
+async def test_sequential_requests_share_one_thread_and_concurrent_ones_at_most_workers() -> None:
+    seen: list[str] = []
+    release = threading.Event()
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        seen.append(threading.current_thread().name)
+        if environ["PATH_INFO"] == "/wait":
+            release.wait(TIMEOUT)
+        start_response("200 OK", [])
+        return [b""]
+
+    async def send(message: dict[str, Any]) -> None:
+        pass
+
+    pool = PooledWsgi(app, workers=2)
+    for _ in range(5):
+        await pool(_scope("GET", "/x"), b"", send)
+    assert len(set(seen)) == 1 and len(pool.crew.threads) == 1  # an idle thread is reused
+
+    seen.clear()
+    waiting = [asyncio.ensure_future(pool(_scope("GET", "/wait"), b"", send)) for _ in range(3)]
+    while len(seen) < 2:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.1)
+    assert len(seen) == 2 and len(pool.crew.threads) == 2  # the third waits for a thread
+    release.set()
+    await asyncio.gather(*waiting)
+    assert len(seen) == 3 and len(pool.crew.threads) == 2
+
+    threads = list(pool.crew.threads)
+    del pool
+    gc.collect()
+    for thread in threads:  # the pool gone, its threads end
+        thread.join(TIMEOUT)
+        assert not thread.is_alive()
