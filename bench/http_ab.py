@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/http_ab.py --a /path/to/old/checkout [--b .] [--rounds 20]
                                       [--calls 50] [--database sqlite|postgres]
-                                      [--a-env NAME=VALUE] [--b-env NAME=VALUE]
+                                      [--a-env NAME=VALUE] [--b-env NAME=VALUE] [--ports A,B]
 
 Starts one server per checkout as ``./dev serve`` runs it (uvicorn
 memoryapp.asgi:application --http memoryapp.server:HttpProtocol, loopback, DEBUG off,
@@ -79,7 +79,7 @@ def database(engine: str, postgres_url: str, workdir: Path, label: str) -> Itera
 class Server:
     """One checkout's server, its key and thread, and a keep-alive client to it."""
 
-    def __init__(self, checkout: Path, env: dict[str, str], workdir: Path, label: str) -> None:
+    def __init__(self, checkout: Path, env: dict[str, str], workdir: Path, label: str, port: int = 0) -> None:
         self.checkout, self.label = checkout, label
         python = str(checkout / ".venv" / "bin" / "python")
         self.env = {
@@ -101,7 +101,7 @@ class Server:
             [python, "manage.py", "shell", "-c", SETUP], capture_output=True, text=True, **run  # type: ignore[call-overload]
         ).stdout
         _, self.key, self.thread = next(line for line in out.splitlines() if line.startswith("SETUP")).split()
-        self.port = free_port()
+        self.port = port or free_port()
         self.log = (workdir / f"{label}.log").open("wb")
         self.proc = subprocess.Popen(
             [
@@ -179,14 +179,21 @@ def main() -> int:
         "--a-env MEMORY_HTTP_FAST_PATH=false compares one checkout with a setting off and on",
     )
     parser.add_argument("--b-env", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument(
+        "--ports", default="0,0", metavar="A,B", help="the two servers' ports (0: any free one)"
+    )
     args = parser.parse_args()
     with ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="http-ab-")))
         servers = []
-        for label, checkout, extra in (("A", args.a, args.a_env), ("B", args.b, args.b_env)):
+        ports = [int(p) for p in args.ports.split(",")]
+        for label, checkout, extra, port in (
+            ("A", args.a, args.a_env, ports[0]),
+            ("B", args.b, args.b_env, ports[1]),
+        ):
             env = stack.enter_context(database(args.database, args.postgres_url, workdir, label))
             env.update(item.split("=", 1) for item in extra)
-            server = Server(checkout.resolve(), env, workdir, label)
+            server = Server(checkout.resolve(), env, workdir, label, port)
             stack.callback(server.stop)
             servers.append(server)
         for server in servers:  # warm up: connections, caches, first compiles

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -210,6 +212,27 @@ def test_it_closes_a_connection_whose_request_head_stops_arriving(
     running, _ = server
 
     assert _raw(running, b"GET /login/ HTTP/1.1\r\nHost: 127.0") == b""
+
+
+def test_it_closes_a_keep_alive_connection_whose_next_request_head_stops_arriving(
+    server: tuple[Server, str],
+) -> None:
+    running, _ = server
+    with socket.create_connection(("127.0.0.1", running.port), timeout=SOCKET_WAIT_S) as sock:
+        for _ in range(3):  # whole requests on one connection: each head clears its deadline
+            sock.sendall(b"GET /login/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += sock.recv(65536)
+            length = int(re.search(rb"content-length: (\d+)", head.lower())[1])  # type: ignore[index]
+            body = head.partition(b"\r\n\r\n")[2]
+            while len(body) < length:
+                body += sock.recv(65536)
+            assert head.startswith(b"HTTP/1.1 200 OK\r\n")
+        sock.sendall(b"GET /login/ HTTP/1.1\r\nHost: 127")
+        started = time.monotonic()
+        assert sock.recv(65536) == b""  # closed by the head's deadline, not the 30 s wait
+        assert time.monotonic() - started < SOCKET_WAIT_S / 2
 
 
 def test_it_closes_an_idle_keep_alive_connection_after_its_answer(
