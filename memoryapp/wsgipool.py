@@ -71,14 +71,14 @@ class PooledWsgi:
         body: bytes,
         loop: asyncio.AbstractEventLoop,
         future: asyncio.Future[Response],
-    ) -> None:
-        """In a pool thread: the response, or what the app raised, handed to ``future``."""
+    ) -> Callable[[], None]:
+        """In a pool thread: the response, or what the app raised, and what hands it to
+        ``future`` (the crew calls it once this thread counts as idle again)."""
         try:
             outcome: tuple[Response | None, BaseException | None] = (self._respond(environ, body), None)
         except BaseException as exc:  # handed to the awaiting coroutine, raised there
             outcome = (None, exc)
-        if not loop.is_closed():  # a server shutting down has nobody to answer
-            loop.call_soon_threadsafe(_settle, future, *outcome)
+        return functools.partial(_hand_back, loop, future, *outcome)
 
     def _respond(self, environ: dict[str, Any], body: bytes) -> Response:
         if self.fast is not None:
@@ -111,19 +111,22 @@ class _Crew:
     and a Python-level semaphore taken on submit and given back after each job): a job
     goes into one C-level queue (queue.SimpleQueue) and an idle thread takes it. Like the
     executor, a new thread is started only when none is idle and fewer than ``size`` run,
-    so sequential requests keep running on one thread (and its database connection).
-    The threads are daemons: ``stop`` (once the pool is collected, or at exit) lets each
+    so sequential requests keep running on one thread (and its database connection): a
+    job returns what hands its outcome on (PooledWsgi._run), which the thread calls only
+    once it counts as idle, so the request the answer lets the client send finds it idle
+    (the executor counted its thread idle after the hand-off, and a quick client made it
+    start threads up to its limit). The threads are daemons: ``stop`` (once the pool is collected, or at exit) lets each
     finish the job it is running and ends it.
     """
 
     def __init__(self, size: int, name: str) -> None:
         self.size, self.name = size, name
-        self.jobs: queue.SimpleQueue[Callable[[], object] | None] = queue.SimpleQueue()
+        self.jobs: queue.SimpleQueue[Callable[[], Callable[[], None]] | None] = queue.SimpleQueue()
         self.threads: list[threading.Thread] = []
         self.idle = 0  # threads waiting for a job, less the jobs already promised to them
         self.lock = threading.Lock()
 
-    def submit(self, job: Callable[[], object]) -> None:
+    def submit(self, job: Callable[[], Callable[[], None]]) -> None:
         """Run ``job`` on an idle thread, on a new one, or after the jobs queued before it."""
         with self.lock:
             if self.idle:
@@ -143,12 +146,15 @@ class _Crew:
             if job is None:
                 return
             try:
-                job()
+                hand_back: Callable[[], None] | None = job()
             except BaseException:  # PooledWsgi's jobs hand every outcome on; never here
                 logger.exception("a pool job raised")
-            del job  # nothing of the request outlives it while the thread waits
+                hand_back = None
             with lock:
                 self.idle += 1
+            if hand_back is not None:
+                hand_back()
+            del job, hand_back  # nothing of the request outlives it while the thread waits
 
     def stop(self) -> None:
         """End every thread once it has finished its job (idempotent)."""
@@ -164,6 +170,16 @@ class _Crew:
 
 def _encode(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
     return [(k.strip().lower().encode("latin1"), v.strip().encode("latin1")) for k, v in headers]
+
+
+def _hand_back(
+    loop: asyncio.AbstractEventLoop,
+    future: asyncio.Future[Response],
+    result: Response | None,
+    exc: BaseException | None,
+) -> None:
+    if not loop.is_closed():  # a server shutting down has nobody to answer
+        loop.call_soon_threadsafe(_settle, future, result, exc)
 
 
 def _settle(future: asyncio.Future[Response], result: Response | None, exc: BaseException | None) -> None:
