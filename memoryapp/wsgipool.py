@@ -152,8 +152,11 @@ class _Crew:
                 hand_back = None
             with lock:
                 self.idle += 1
-            if hand_back is not None:
-                hand_back()
+            try:
+                if hand_back is not None:
+                    hand_back()
+            except BaseException:  # the loop closed under it: nobody is waiting
+                logger.exception("a pool job's answer could not be handed back")
             del job, hand_back  # nothing of the request outlives it while the thread waits
 
     def stop(self) -> None:
