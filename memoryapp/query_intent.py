@@ -115,6 +115,8 @@ CATEGORIES: tuple[Category, ...] = (
         [("spouse", None), ("wife", None), ("husband", None), ("partner", None)],
     ),
     _category("friend friends", "friend", [("friend", None)]),
+    # "What is my name?": an introduction ("Hi, I'm Dana") states it without the word.
+    _category("name names", "", [("name", None)]),
     _category(
         "diet allergy allergies allergic eat food",
         "diet allergic eat food",

@@ -56,3 +56,10 @@ def test_a_question_naming_no_category_searches_its_own_words_only() -> None:
     assert _of("When did Caroline go to the LGBTQ support group?") == SearchQuery(
         terms=("caroline", "go", "lgbtq", "support", "group"), weights=(1.0,) * 5
     )
+
+
+def test_a_question_for_a_name_looks_up_the_name_attribute() -> None:
+    name = _of("what is my name?")
+    assert (name.terms, name.weights, name.attributes, name.roles) == (
+        ("name",), (1.0,), (("name", None),), frozenset({"user"})
+    )

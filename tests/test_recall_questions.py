@@ -74,6 +74,16 @@ def test_it_answers_a_question_about_the_kids_with_the_son_and_the_daughter(
     ]
 
 
+def test_it_answers_what_is_my_name_with_the_introduction(household: Project) -> None:
+    """"Hi! I'm Vikram." never says "name": the name attribute of the fact does."""
+    found = _ask(household, "what is my name?", include=["facts"], limit=3)
+    assert _texts(found["facts"]) == ["The user is Vikram."]
+    kids = _ask(household, "what are my kids' names?", include=["facts"], limit=3)
+    assert _texts(kids["facts"]) == [
+        "The user's son Arjun is nine.", "The user's daughter Leela is six.", "The user is Vikram."
+    ]
+
+
 def test_it_ranks_the_users_statement_above_assistant_chatter_about_the_user(
     household: Project,
 ) -> None:
