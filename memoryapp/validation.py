@@ -253,6 +253,10 @@ _DATETIME_FORM_CODES = frozenset(
 )
 
 
+# Pydantic's codes for "not an object" (a model's or a dict's), whatever the class.
+_OBJECT_CODES = frozenset(["model_type", "model_attributes_type", "dict_type"])
+
+
 def issues_from_pydantic(errors: list[dict[str, Any]], strip: int = 0) -> list[dict[str, Any]]:
     """Pydantic error dicts as API issues ``{"path", "message", "code"}``.
 
@@ -260,7 +264,8 @@ def issues_from_pydantic(errors: list[dict[str, Any]], strip: int = 0) -> list[d
     name ninja wraps fields in). Two of pydantic's words are put plainly: a string with
     an unpaired surrogate (pydantic's ``string_unicode``, "unable to parse raw data as a
     unicode string", on a length-checked string) reads as storable_problem says it, a
-    whole body missing (``missing`` with nothing left of the path) says so, and a
+    whole body missing (``missing`` with nothing left of the path) says so, a body or
+    field that is not an object says "JSON object" rather than naming a schema class, and a
     date-time refused for its form ("Input should have timezone info" for "2026-01-02")
     says what form it takes (DATETIME_EXPECTED; the code stays pydantic's).
     """
@@ -272,6 +277,8 @@ def issues_from_pydantic(errors: list[dict[str, Any]], strip: int = 0) -> list[d
             code, message = "invalid_unicode", "text must not contain unpaired surrogates"
         elif code == "missing" and not path:
             message = "Request body is required: a JSON object"
+        elif code in _OBJECT_CODES:  # pydantic names its class: "...instance of TokensIn"
+            message = "Request body must be a JSON object" if not path else "Input should be a JSON object"
         elif code in _DATETIME_FORM_CODES and not message.startswith(DATETIME_EXPECTED):
             message = DATETIME_EXPECTED
         issues.append({"path": path, "message": message, "code": code})

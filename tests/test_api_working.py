@@ -621,6 +621,19 @@ def test_it_drops_unknown_metadata_keys(api: Api, thread_id: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("raw", "issue"),
+    [
+        ({"role": "user", "content": "x", "tokens": [1]}, {"path": ["tokens"], "message": "Input should be a JSON object", "code": "model_type"}),
+        ({"role": "user", "content": "x", "metadata": "stop"}, {"path": ["metadata"], "message": "Input should be a JSON object", "code": "model_type"}),
+        ("[]", {"path": [], "message": "Request body must be a JSON object", "code": "model_type"}),
+    ],
+)
+def test_it_says_json_object_not_a_schema_class(api: Api, thread_id: str, raw: Any, issue: dict[str, Any]) -> None:
+    resp = api.post(messages_url(thread_id), raw) if isinstance(raw, dict) else api.post(messages_url(thread_id), raw=raw)
+    assert (resp.status_code, resp.json()) == (400, {"error": "Validation error", "issues": [issue]})
+
+
+@pytest.mark.parametrize(
     ("raw", "path", "code"),
     [
         ({"role": "robot", "content": "x"}, ["role"], "literal_error"),
