@@ -60,9 +60,9 @@ def test_it_sums_up_a_job_result_in_one_line() -> None:
     assert job_outcome({"ok": True, "compacted": False, "message": "Nothing to compact"}) == "Nothing to compact"
     assert job_outcome(
         {"toSequence": 3, "threadId": "t", "summaryMessageId": "s", "compactedCount": 3, "fromSequence": 1}
-    ) == "compactedCount 3 · messages #1\u2013#3"
+    ) == "3 compacted · messages #1\u2013#3"
     assert job_outcome({"compactedCount": 1, "fromSequence": 4, "toSequence": 4}) == (
-        "compactedCount 1 · message #4"
+        "1 compacted · message #4"
     )
     assert job_outcome(None) == "Done."
     assert job_outcome({"nested": {"a": 1}}) == "Done."
@@ -71,7 +71,7 @@ def test_it_sums_up_a_job_result_in_one_line() -> None:
 def test_it_writes_a_job_results_booleans_as_yes_and_no() -> None:
     # An episode job's panel read "created True" (Python's repr) on the thread page.
     assert job_outcome({"episodeId": "e", "created": True, "factsCreated": 2, "merged": False}) == (
-        "created yes · factsCreated 2 · merged no"
+        "created: yes · 2 facts created · merged: no"
     )
 
 

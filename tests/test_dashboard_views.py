@@ -856,7 +856,7 @@ def test_it_compacts_from_the_thread_page_as_a_background_job(
     shown = page.by_testid("job")[0]
     assert shown.attrs["data-status"] == "succeeded"
     assert " ".join(shown.by_testid("job-result")[0].full_text().split()) == (
-        "compactedCount 3 · messages #1\u2013#3"
+        "3 compacted · messages #1\u2013#3"
     )
     again = client.post(compact, follow=True)
     assert " ".join(tree(again).by_testid("flash")[0].full_text().split()) == "Nothing to compact."

@@ -8,6 +8,7 @@ Markdown replies.
 from __future__ import annotations
 
 import functools
+import re
 from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
@@ -132,19 +133,33 @@ def _yes_no(value: bool) -> str:
     return "yes" if value else "no"
 
 
+_CAMEL_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _job_field(key: str, value: int | float | str) -> str:
+    """One field of a job's result in words: a count before its name (``factsCreated``
+    2: "2 facts created"), a yes/no or text after it ("created: yes")."""
+    words = _CAMEL_HUMP.sub(" ", key).lower().removesuffix(" count")
+    if isinstance(value, bool):
+        return f"{words}: {_yes_no(value)}"
+    if isinstance(value, int | float):
+        return f"{value} {words}"
+    return f"{words}: {value}"
+
+
 @register.filter
 def job_outcome(result: object) -> str:
     """A background job's result in one line: its ``message`` when it has one, else its
-    scalar fields but ids as ``name value`` pairs by name (``compactedCount 3 · factsCreated 1``),
+    scalar fields but ids in words, by name (``3 compacted · 1 facts created``; _job_field),
     booleans as yes / no, and ``fromSequence``/``toSequence`` as one message_range
-    (``compactedCount 3 · messages #1\u2013#3``)."""
+    (``3 compacted · messages #1\u2013#3``)."""
     if not isinstance(result, dict) or not result:
         return "Done."
     if isinstance(result.get("message"), str):
         return str(result["message"])
     span = isinstance(result.get("fromSequence"), int) and isinstance(result.get("toSequence"), int)
     pairs = [  # by name: PostgreSQL's jsonb does not keep the order keys were written in
-        f"{k} {_yes_no(v) if isinstance(v, bool) else v}"
+        _job_field(k, v)
         for k, v in sorted(result.items())
         if isinstance(v, int | float | str)
         and not k.endswith("Id")

@@ -53,7 +53,7 @@ def test_it_runs_compact_now_in_the_worker_and_updates_an_open_page_without_relo
     job_row = watcher.get_by_test_id("job")
     expect(job_row).to_have_attribute("data-status", "succeeded", timeout=JOB_TIMEOUT_MS)
     expect(job_row.get_by_test_id("job-result")).to_have_text(
-        "compactedCount 4 · messages #1\u2013#4"
+        "4 compacted · messages #1\u2013#4"
     )
     summary = watcher.get_by_test_id("summary")
     expect(summary).to_have_attribute("data-active", "true", timeout=JOB_TIMEOUT_MS)
