@@ -824,3 +824,50 @@ def test_a_new_employer_after_quitting_is_current(project: Project, clock: Clock
         "job": "The user quit the user's job at Acme.",
         "works at": "The user got a job at Fernleaf.",
     }
+
+
+@pytest.mark.parametrize(
+    ("contents", "expected"),
+    [
+        # "it" after a stance is the stance's item, never its value ("stopped").
+        (
+            ("No more piano for me, I sold it.",),
+            [("No more piano for the user.", "stance on piano", "stopped"), ("The user sold the piano.", "", "")],
+        ),
+        (
+            ("I used to love my bike, but I sold it.",),
+            [
+                ("The user used to love the user's bike.", "stance on bike", "stopped"),
+                ("The user sold the user's bike.", "", ""),
+            ],
+        ),
+        (
+            ("I don't play guitar anymore.", "I sold it."),
+            [
+                ("The user doesn't play guitar anymore.", "stance on guitar", "stopped"),
+                ("The user sold the guitar.", "", ""),
+            ],
+        ),
+        (
+            ("I stopped eating meat. I miss it.",),
+            [("The user stopped eating meat.", "stance on meat", "stopped"), ("The user misses eating meat.", "", "")],
+        ),
+        (
+            ("I play the piano. I love it.",),
+            [("The user plays the piano.", "stance on piano", "does"), ("The user loves the piano.", "stance on piano", "likes")],
+        ),
+        (
+            ("I have a piano. I sold it.",),
+            [("The user has a piano.", "has", "piano"), ("The user sold the piano.", "", "")],
+        ),
+        # A change of state or a number is no referent: the fact is dropped.
+        (("I quit my job. I hated it.",), [("The user quit the user's job.", "job", "quit")]),
+        (("I turned 34. I celebrated it.",), [("The user turned 34.", "age", "34")]),
+        (("I'm divorced. I hated it.",), [("The user is divorced.", "partner", "divorced")]),
+    ],
+)
+def test_a_pronoun_stands_for_a_noun_never_for_a_stance_or_a_state(
+    contents: tuple[str, ...], expected: list[tuple[str, str, str]]
+) -> None:
+    facts = extract_episode([_m(i + 1, c) for i, c in enumerate(contents)]).facts
+    assert [(f.text, f.attribute, f.value) for f in facts] == expected

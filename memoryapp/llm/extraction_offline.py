@@ -32,8 +32,10 @@ English first-person statements and nothing fitted to one data set.
   Discourse markers and interjections that open a clause ("Big news:", "Well, honestly,",
   "Guess what,") are not part of its fact.
 - **References.** A pronoun whose referent is not in its own clause ("I eat it every
-  Friday") takes the one name the previous sentence offers; with none or several, the
-  fact is dropped (it would say nothing on its own).
+  Friday") takes the one name the previous sentence offers: a person, a noun value, or the
+  item of a stance as the sentence names it ("No more piano for me, I sold it" -> "sold
+  the piano"), never a stance or a change of state ("stopped", "quit") or a number; with
+  none or several, the fact is dropped (it would say nothing on its own).
 - **Entities.** The speaker (person), relation targets (person or animal), pattern values
   that are names, and capitalised names in the clause: organisation for employers, after
   work, a job or an occupation ("a job at Fernleaf", "a nurse at Fernleaf") and for names
@@ -1222,6 +1224,46 @@ _NOT_DESCRIPTION = frozenset(
 )
 
 
+# The values a pattern gives for a change of state ("sold", "quit", "moved away"): words
+# about the speaker, not a thing a pronoun can stand for.
+_STATE_VALUES = frozenset(p.fixed.casefold() for p in _PATTERNS if p.fixed)
+# What may stand before a noun in the sentence that names it: a determiner or a gerund
+# ("my bike", "a piano", "eating meat"); "a"/"an" become "the" once the noun is known.
+_BEFORE_NOUN = re.compile(
+    r"(?:\b(?P<det>my|our|his|her|their|the|this|that|these|those|a|an)\s+"
+    r"|\b(?P<verb>(?!(?:thing|something|nothing|anything|everything|during|morning|evening)\b)"
+    r"\w{2,}ing)\s+)?$",
+    re.IGNORECASE,
+)
+
+
+def _is_noun(attribute: str, value: str) -> bool:
+    """Whether a pattern's ``value`` can be what a pronoun stands for: not a change of
+    state (_STATE_VALUES; a partnership's "divorced", "single") and not a number ("34")."""
+    if attribute == PARTNER or value.casefold() in _STATE_VALUES:
+        return False
+    return not re.fullmatch(r"[\d\W]*", value)
+
+
+def _noun_phrase(sentence: str, noun: str, *, item: bool = False) -> str:
+    """``noun`` as the sentence names it, to stand in a pronoun's place: with its
+    possessive or gerund ("my bike", "eating meat"), "the" for "a"/"an"; a stance's
+    ``item`` written bare gets "the" too ("No more piano" -> "the piano", but a name or a
+    gerund stays as it is: "Civic", "running"), a bare value stays bare ("My favourite
+    snack is popcorn" -> "popcorn")."""
+    found = re.search(rf"(?<![\w'-]){re.escape(noun)}(?![\w'-])", sentence, re.IGNORECASE)
+    written = found.group(0) if found else noun
+    before = _BEFORE_NOUN.search(sentence[: found.start()]) if found else None
+    if before and before.group("det"):
+        det = before.group("det")
+        return f"the {written}" if det.lower() in ("a", "an") else f"{det} {written}"
+    if before and before.group("verb"):
+        return f"{before.group('verb')} {written}"
+    if not item or written[:1].isupper() or written.split()[0].lower().endswith("ing"):
+        return written
+    return f"the {written}"
+
+
 @dataclass(frozen=True)
 class _Referents:
     """Who and what a sentence names: ``persons`` (relation values, people a pattern
@@ -1236,15 +1278,20 @@ class _Referents:
     def of(cls, sentence: str, speaker: str) -> _Referents:
         persons: list[str] = []
         things: list[str] = []
+        taken = {speaker.casefold()}
         attribute = _attribute(sentence)
         if attribute is not None:
-            _, value, _, kind = attribute
+            attr, value, _, kind = attribute
+            item = attr[len(STANCE) + 1 :] if attr.startswith(f"{STANCE} ") else ""
+            taken |= {value.casefold(), item.casefold()}
             if kind in ("person", "animal"):
                 persons.append(value)
-            elif kind != "place":
-                things.append(value)
+            elif item:  # the item, never the stance ("stopped")
+                things.append(_noun_phrase(sentence, item, item=True))
+            elif kind != "place" and _is_noun(attr, value):
+                things.append(_noun_phrase(sentence, value))
         unknown: list[str] = []
-        taken = {n.casefold() for n in persons + things} | {speaker.casefold()}
+        taken |= {n.casefold() for n in persons + things}
         for name, kind, opens in names_in(sentence):
             # A sentence's first word is capitalised anyway ("Besides", "You're").
             if opens or name.casefold() in taken:
