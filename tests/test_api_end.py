@@ -353,3 +353,37 @@ def test_a_move_said_with_we_and_a_childs_birthday_replace_the_old_facts_through
         ("user", "lives in", "small flat in Leeds", "The user and others live in a small flat in Leeds right now.", "2026-08-20T10:00:00.000Z"),
         ("user", "son", "Arjun", "The user's son is Arjun.", None),
     ]
+
+
+def test_two_ages_in_one_sentence_are_two_facts_and_replacing_one_leaves_the_other(
+    api: Api, end: Any, clock: Clock
+) -> None:
+    """Each clause of "Lily is 8 and Tom is 5." is a fact of its own text, so Lily's new
+    age replaces only hers, and Tom's fact and entity still say only Tom's age."""
+    clock.set("2026-03-02T10:00:00.000Z")
+    first = api.create_thread(dataset="kids")["threadId"]
+    _say(api, first, "Lily is 8 and Tom is 5.", "No more piano for me, I sold it.")
+    end(api, first)
+    clock.set("2026-08-20T10:00:00.000Z")
+    second = api.create_thread(dataset="kids")["threadId"]
+    _say(api, second, "Lily turned 9.")
+    end(api, second)
+
+    every = _facts(api, dataset="kids", includeInvalidated="true")
+    rows = sorted(
+        (f["subject"], f["attribute"] or "", f["value"] or "", f["text"], f["invalidatedAt"] or "")
+        for f in every
+    )
+    assert rows == [
+        ("Lily", "age", "8", "Lily is 8.", "2026-08-20T10:00:00.000Z"),
+        ("Lily", "age", "9", "Lily turned 9.", ""),
+        ("Tom", "age", "5", "Tom is 5.", ""),
+        ("user", "", "", "The user sold the piano.", ""),
+        ("user", "stance on piano", "stopped", "No more piano for the user.", ""),
+    ]
+    entities = api.get(f"{MEMORY}/semantic/entities", dataset="kids").json()["entities"]
+    assert sorted((e["name"], e["summary"]) for e in entities) == [
+        ("Lily", "Lily turned 9."),
+        ("Tom", "Tom is 5."),
+        ("user", ""),
+    ]

@@ -12,6 +12,7 @@ import pytest
 
 from memoryapp import episodic, semantic, working
 from memoryapp.llm.extraction_offline import (
+    clauses,
     clean_value,
     extract_episode,
     resolve_dates,
@@ -871,3 +872,44 @@ def test_a_pronoun_stands_for_a_noun_never_for_a_stance_or_a_state(
 ) -> None:
     facts = extract_episode([_m(i + 1, c) for i, c in enumerate(contents)]).facts
     assert [(f.text, f.attribute, f.value) for f in facts] == expected
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("Lily is 8 and Tom is 5.", [("Lily", "age", "8", "Lily is 8."), ("Tom", "age", "5", "Tom is 5.")]),
+        (
+            "Lily is 8, Tom is 5; Sam is 2.",
+            [("Lily", "age", "8", "Lily is 8."), ("Tom", "age", "5", "Tom is 5."), ("Sam", "age", "2", "Sam is 2.")],
+        ),
+        (
+            "My son is Arjun and my daughter is Leela.",
+            [("user", "son", "Arjun", "The user's son is Arjun."), ("user", "daughter", "Leela", "The user's daughter is Leela.")],
+        ),
+        (
+            "Mark is my brother and Priya is my sister.",
+            [("user", "brother", "Mark", "Mark is the user's brother."), ("user", "sister", "Priya", "Priya is the user's sister.")],
+        ),
+        (
+            "Mark is my brother, Priya is my sister.",
+            [("user", "brother", "Mark", "Mark is the user's brother."), ("user", "sister", "Priya", "Priya is the user's sister.")],
+        ),
+        ("I'm a nurse and Priya is a teacher.", [("user", "job", "nurse", "The user is a nurse.")]),
+        # One subject, or no verb before the name: one clause.
+        ("In May, Tom turned 9.", [("Tom", "age", "9", "In May, Tom turned 9.")]),
+        ("I visited Lily and Tom on Sunday.", [("user", "", "", "The user visited Lily and Tom on Sunday.")]),
+    ],
+)
+def test_each_fact_of_clauses_with_subjects_of_their_own_states_only_its_clause(
+    content: str, expected: list[tuple[str, str, str, str]]
+) -> None:
+    episode = extract_episode([_m(1, content)])
+    assert [(f.subject, f.attribute, f.value, f.text) for f in episode.facts] == expected
+    texts = {f.text for f in episode.facts}
+    assert all(e.summary in texts for e in episode.entities if e.summary)
+
+
+def test_clauses_split_before_a_subject_of_its_own_after_a_verb() -> None:
+    assert clauses("Mark is a nurse and Priya is a teacher.") == ["Mark is a nurse", "Priya is a teacher."]
+    assert clauses("Tom and Lily are 5.") == ["Tom and Lily are 5."]
+    assert clauses("Lily is 8 and Tom's 5.") == ["Lily is 8", "Tom's 5."]

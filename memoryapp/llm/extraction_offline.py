@@ -31,6 +31,10 @@ English first-person statements and nothing fitted to one data set.
   is the employer. Other clauses have no attribute and never contradict anything.
   Discourse markers and interjections that open a clause ("Big news:", "Well, honestly,",
   "Guess what,") are not part of its fact.
+- **Clauses.** A sentence is split before each new first-person clause and before each
+  clause with a subject of its own joined by "and", "but", "," or ";" after one with a
+  verb ("Lily is 8 and Tom is 5", "Mark is my brother, Priya is my sister"): each fact's
+  text states its own clause only, so replacing one leaves the other's text whole.
 - **References.** A pronoun whose referent is not in its own clause ("I eat it every
   Friday") takes the one name the previous sentence offers: a person, a noun value, or the
   item of a stance as the sentence names it ("No more piano for me, I sold it" -> "sold
@@ -781,9 +785,25 @@ _CO_SUBJECT = re.compile(
 )
 
 
+# A finite verb after a subject ("Tom is 5", "Priya works at ..."), and a clause that has one.
+_FINITE = (
+    r"(?:is|are|was|were|am|has|have|had|turned|turns|works|worked|lives|lived|will|can|"
+    r"loves|likes|plays|teaches|studies|got|just|also|now|still)"
+)
+_PREDICATE = re.compile(rf"\b(?:I|I'm|I've|I'd|I'll|{_FINITE})\b|\w'(?:s|re|m)\b|\w{{2,}}ed\b", re.IGNORECASE)
+# A clause with a subject of its own joined by "and", "but", "," or ";" ("Lily is 8 and Tom
+# is 5", "Mark is my brother, Priya is my sister"): a name, or his/her/their someone.
+_OTHER_CLAUSE = re.compile(
+    rf"(?:[,;]\s+(?:and |but )?|\s+(?:and|but)\s+)"
+    rf"(?=(?:{_NAME}|(?i:his|her|their|our) [\w-]+(?: {_NAME})?)(?:'s\s|\s+(?i:{_FINITE})\b))"
+)
+
+
 def _split_clauses(sentence: str) -> list[str]:
     """``sentence`` split before each new first-person clause (_CLAUSES), except after a
-    subject joined to the speaker ("Priya and I got divorced" is one clause)."""
+    subject joined to the speaker ("Priya and I got divorced" is one clause), and before
+    each clause with a subject of its own (_OTHER_CLAUSE) after one with a verb ("Lily is
+    8 and Tom is 5" is two clauses; "In May, Tom turned 9" and "Tom and Lily are 5" one)."""
     pieces = _CLAUSES.split(sentence)
     joints = [m.group(0) for m in _CLAUSES.finditer(sentence)]
     out = [pieces[0]]
@@ -792,7 +812,20 @@ def _split_clauses(sentence: str) -> list[str]:
             out[-1] += joint + piece
         else:
             out.append(piece)
-    return out
+    return [part for piece in out for part in _own_subjects(piece)]
+
+
+def _own_subjects(clause: str) -> list[str]:
+    """``clause`` split before each clause with a subject of its own (_OTHER_CLAUSE)
+    when the part before it has a verb (_PREDICATE)."""
+    out: list[str] = []
+    start = 0
+    for match in _OTHER_CLAUSE.finditer(clause):
+        part = clause[start : match.start()]
+        if _PREDICATE.search(part) and not _CO_SUBJECT.match(part.strip()):
+            out.append(part)
+            start = match.end()
+    return [*out, clause[start:]]
 
 
 # Talk about the conversation, not about the speaker: "I was wondering if ...", "I think
