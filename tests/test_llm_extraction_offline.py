@@ -861,7 +861,12 @@ def test_a_new_employer_after_quitting_is_current(project: Project, clock: Clock
             ("I have a piano. I sold it.",),
             [("The user has a piano.", "has", "piano"), ("The user sold the piano.", "", "")],
         ),
-        # A change of state or a number is no referent: the fact is dropped.
+        # A change of state, a number or an item that refers elsewhere is no referent: the
+        # fact is dropped.
+        (
+            ("I love when you give me tips. I value them a lot.",),
+            [("The user loves when you give the user tips.", "stance on when you give me tips", "likes")],
+        ),
         (("I quit my job. I hated it.",), [("The user quit the user's job.", "job", "quit")]),
         (("I turned 34. I celebrated it.",), [("The user turned 34.", "age", "34")]),
         (("I'm divorced. I hated it.",), [("The user is divorced.", "partner", "divorced")]),
@@ -894,8 +899,23 @@ def test_a_pronoun_stands_for_a_noun_never_for_a_stance_or_a_state(
             "Mark is my brother, Priya is my sister.",
             [("user", "brother", "Mark", "Mark is the user's brother."), ("user", "sister", "Priya", "Priya is the user's sister.")],
         ),
-        ("I'm a nurse and Priya is a teacher.", [("user", "job", "nurse", "The user is a nurse.")]),
-        # One subject, or no verb before the name: one clause.
+        (
+            "Mark is my brother, Priya is my sister; Ben is my cousin.",
+            [
+                ("user", "brother", "Mark", "Mark is the user's brother."),
+                ("user", "sister", "Priya", "Priya is the user's sister."),
+                ("user", "cousin", "Ben", "Ben is the user's cousin."),
+            ],
+        ),
+        # A part that states no fact of its own stays with the one that does (else it is lost).
+        (
+            "I'm a nurse and Priya is a teacher.",
+            [("user", "job", "nurse", "The user is a nurse and Priya is a teacher.")],
+        ),
+        (
+            "Our one-year-old is so cute, his name is Kyle!",
+            [("user", "", "", "The user's one-year-old is so cute, his name is Kyle!")],
+        ),
         ("In May, Tom turned 9.", [("Tom", "age", "9", "In May, Tom turned 9.")]),
         ("I visited Lily and Tom on Sunday.", [("user", "", "", "The user visited Lily and Tom on Sunday.")]),
     ],
@@ -909,7 +929,8 @@ def test_each_fact_of_clauses_with_subjects_of_their_own_states_only_its_clause(
     assert all(e.summary in texts for e in episode.entities if e.summary)
 
 
-def test_clauses_split_before_a_subject_of_its_own_after_a_verb() -> None:
-    assert clauses("Mark is a nurse and Priya is a teacher.") == ["Mark is a nurse", "Priya is a teacher."]
+def test_clauses_split_before_a_subject_of_its_own_when_both_parts_state_a_fact() -> None:
+    assert clauses("Lily is 8 and Tom just turned 5.") == ["Lily is 8", "Tom just turned 5."]
+    assert clauses("Lily is 8 but Tom is my son.") == ["Lily is 8", "Tom is my son."]
     assert clauses("Tom and Lily are 5.") == ["Tom and Lily are 5."]
-    assert clauses("Lily is 8 and Tom's 5.") == ["Lily is 8", "Tom's 5."]
+    assert clauses("Mark is a nurse and Priya is a teacher.") == ["Mark is a nurse and Priya is a teacher."]

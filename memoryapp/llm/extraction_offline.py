@@ -32,13 +32,15 @@ English first-person statements and nothing fitted to one data set.
   Discourse markers and interjections that open a clause ("Big news:", "Well, honestly,",
   "Guess what,") are not part of its fact.
 - **Clauses.** A sentence is split before each new first-person clause and before each
-  clause with a subject of its own joined by "and", "but", "," or ";" after one with a
-  verb ("Lily is 8 and Tom is 5", "Mark is my brother, Priya is my sister"): each fact's
-  text states its own clause only, so replacing one leaves the other's text whole.
+  clause with a subject of its own joined by "and", "but", "," or ";" when both parts
+  state a fact ("Lily is 8 and Tom is 5", "Mark is my brother, Priya is my sister"):
+  each fact's text states its own clause only, so replacing one leaves the other's text
+  whole. A part that states no fact stays with its neighbour ("his name is Kyle").
 - **References.** A pronoun whose referent is not in its own clause ("I eat it every
   Friday") takes the one name the previous sentence offers: a person, a noun value, or the
   item of a stance as the sentence names it ("No more piano for me, I sold it" -> "sold
-  the piano"), never a stance or a change of state ("stopped", "quit") or a number; with
+  the piano"), never a stance or a change of state ("stopped", "quit"), a number or an
+  item that refers elsewhere itself ("having them around"); with
   none or several, the fact is dropped (it would say nothing on its own).
 - **Entities.** The speaker (person), relation targets (person or animal), pattern values
   that are names, and capitalised names in the clause: organisation for employers, after
@@ -785,12 +787,11 @@ _CO_SUBJECT = re.compile(
 )
 
 
-# A finite verb after a subject ("Tom is 5", "Priya works at ..."), and a clause that has one.
+# A finite verb after a subject ("Tom is 5", "Priya works at ...").
 _FINITE = (
     r"(?:is|are|was|were|am|has|have|had|turned|turns|works|worked|lives|lived|will|can|"
     r"loves|likes|plays|teaches|studies|got|just|also|now|still)"
 )
-_PREDICATE = re.compile(rf"\b(?:I|I'm|I've|I'd|I'll|{_FINITE})\b|\w'(?:s|re|m)\b|\w{{2,}}ed\b", re.IGNORECASE)
 # A clause with a subject of its own joined by "and", "but", "," or ";" ("Lily is 8 and Tom
 # is 5", "Mark is my brother, Priya is my sister"): a name, or his/her/their someone.
 _OTHER_CLAUSE = re.compile(
@@ -802,8 +803,8 @@ _OTHER_CLAUSE = re.compile(
 def _split_clauses(sentence: str) -> list[str]:
     """``sentence`` split before each new first-person clause (_CLAUSES), except after a
     subject joined to the speaker ("Priya and I got divorced" is one clause), and before
-    each clause with a subject of its own (_OTHER_CLAUSE) after one with a verb ("Lily is
-    8 and Tom is 5" is two clauses; "In May, Tom turned 9" and "Tom and Lily are 5" one)."""
+    each clause with a subject of its own (_own_subjects: "Lily is 8 and Tom is 5" is two
+    clauses)."""
     pieces = _CLAUSES.split(sentence)
     joints = [m.group(0) for m in _CLAUSES.finditer(sentence)]
     out = [pieces[0]]
@@ -816,16 +817,28 @@ def _split_clauses(sentence: str) -> list[str]:
 
 
 def _own_subjects(clause: str) -> list[str]:
-    """``clause`` split before each clause with a subject of its own (_OTHER_CLAUSE)
-    when the part before it has a verb (_PREDICATE)."""
+    """``clause`` split before each clause with a subject of its own (_OTHER_CLAUSE) when
+    both parts state a fact on their own ("Lily is 8" and "Tom is 5", "Mark is my brother"
+    and "Priya is my sister"). A part that states none stays with its neighbour, whose fact
+    would otherwise lose it ("In May, Tom turned 9", "Our one-year-old is so cute, his name
+    is Kyle", "I'm a nurse and Priya is a teacher")."""
+    joints = list(_OTHER_CLAUSE.finditer(clause))
+    if not joints:
+        return [clause]
+    ends = [m.start() for m in joints[1:]] + [len(clause)]
     out: list[str] = []
     start = 0
-    for match in _OTHER_CLAUSE.finditer(clause):
-        part = clause[start : match.start()]
-        if _PREDICATE.search(part) and not _CO_SUBJECT.match(part.strip()):
+    for joint, end in zip(joints, ends, strict=True):
+        part, after = clause[start : joint.start()].strip(), clause[joint.end() : end].strip()
+        if _states(part) and _states(after):
             out.append(part)
-            start = match.end()
+            start = joint.end()
     return [*out, clause[start:]]
+
+
+def _states(clause: str) -> bool:
+    """Whether ``clause`` states a fact on its own: of its speaker or someone's age."""
+    return _is_statement(clause) or _tells_age(clause)
 
 
 # Talk about the conversation, not about the speaker: "I was wondering if ...", "I think
@@ -1270,6 +1283,15 @@ _BEFORE_NOUN = re.compile(
 )
 
 
+# A stance's item that is no noun phrase to stand for "it": one that refers elsewhere
+# ("having them around", "your ice cream") or a clause ("when you give me tips").
+_NOT_AN_ITEM = re.compile(
+    r"\b(?:he|him|his|she|her|hers|it|its|they|them|their|theirs|you|your|yours)\b"
+    r"|^(?:when|where|what|how|why|if|that|because|while|who|which|whether)\b",
+    re.IGNORECASE,
+)
+
+
 def _is_noun(attribute: str, value: str) -> bool:
     """Whether a pattern's ``value`` can be what a pronoun stands for: not a change of
     state (_STATE_VALUES; a partnership's "divorced", "single") and not a number ("34")."""
@@ -1320,7 +1342,8 @@ class _Referents:
             if kind in ("person", "animal"):
                 persons.append(value)
             elif item:  # the item, never the stance ("stopped")
-                things.append(_noun_phrase(sentence, item, item=True))
+                if _NOT_AN_ITEM.search(item) is None:
+                    things.append(_noun_phrase(sentence, item, item=True))
             elif kind != "place" and _is_noun(attr, value):
                 things.append(_noun_phrase(sentence, value))
         unknown: list[str] = []
