@@ -13,11 +13,12 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import ProtectedError
 from django.utils import timezone
 
 from memoryapp import notes, working
 from memoryapp.compaction import auto_compact
-from memoryapp.errors import AgentNotFound, InvalidInput, ThreadNotFound
+from memoryapp.errors import AgentInUse, AgentNotFound, InvalidInput, ThreadNotFound
 from memoryapp.llm.port import ToolSpec
 from memoryapp.models import Agent, Project, Thread
 from memoryapp.results import AutoCompaction
@@ -115,6 +116,26 @@ def agent_get(*, project: Project, name: str) -> Agent:
     if agent is None:
         raise AgentNotFound()
     return agent
+
+
+def agent_delete(*, project: Project, name: str) -> None:
+    """Delete the agent ``name`` of ``project`` (DELETE /v1/memory/agents/{name}).
+
+    Raises AgentNotFound when there is none, AgentInUse (with the count) while any thread
+    of the project is bound to it: the delete runs in one transaction with the agent's
+    row locked (the threads' foreign key protects the agent), so nothing is half-deleted.
+    """
+    with transaction.atomic():
+        agent = Agent.objects.select_for_update().filter(project=project, name=name).first()
+        if agent is None:
+            raise AgentNotFound()
+        threads = agent.threads.count()
+        if threads:
+            raise AgentInUse(threads)
+        try:
+            agent.delete()
+        except ProtectedError as exc:  # a thread bound to it since the count
+            raise AgentInUse(len(exc.protected_objects)) from None
 
 
 def agent_list(*, project: Project) -> list[Agent]:

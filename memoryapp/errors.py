@@ -116,6 +116,17 @@ class AgentNotFound(MemoryError_):
     """No agent of that name in the project: 404."""
 
 
+class AgentInUse(MemoryError_):
+    """DELETE of an agent that threads still talk with (``threads``: how many): 409.
+
+    A thread's notes, checkpoint and turns belong to its agent; deleting the agent under
+    them would leave threads no one can run, so the threads go first (docs/api.md)."""
+
+    def __init__(self, threads: int) -> None:
+        super().__init__(f"{threads} thread(s) still use this agent")
+        self.threads = threads
+
+
 class NoMemoryAgent(MemoryError_):
     """The thread has no agent with memory, so it has no memory tools: 409."""
 

@@ -281,3 +281,32 @@ def test_it_words_an_empty_agent_name_on_a_new_thread_as_a_string(api: Api) -> N
         400,
         [{"path": ["agent"], "message": "String should have at least 1 character", "code": "string_too_short"}],
     )
+
+
+def test_it_deletes_an_agent_without_threads_and_refuses_while_threads_use_it(api: Api) -> None:
+    thread_id = agent_thread(api)
+    assert put(api, "idle", {"systemPrompt": "unused"}).status_code == 201
+
+    resp = api.delete(f"{AGENTS}/dm")
+    assert resp.status_code == 409
+    assert resp.json() == {
+        "error": "Agent has threads",
+        "threads": 1,
+        "detail": "Delete the agent's threads first (DELETE /v1/memory/working/threads/{id}).",
+    }
+    assert Agent.objects.filter(name="dm").exists()
+
+    assert api.delete(f"{AGENTS}/idle").status_code == 204
+    assert api.get(f"{AGENTS}/idle").status_code == 404
+    assert api.delete(f"{AGENTS}/idle").json() == {"error": "Agent not found"}
+
+    assert api.delete(f"{BASE}/threads/{thread_id}").status_code == 204
+    assert api.delete(f"{AGENTS}/dm").status_code == 204
+    assert list(Agent.objects.values_list("name", flat=True)) == []
+
+
+def test_it_deletes_only_the_agent_of_the_keys_project(api: Api, outsider_api: Api) -> None:
+    assert put(api, "dm", {"systemPrompt": "mine"}).status_code == 201
+    resp = outsider_api.delete(f"{AGENTS}/dm")
+    assert (resp.status_code, resp.json()) == (404, {"error": "Agent not found"})
+    assert Agent.objects.filter(name="dm").count() == 1

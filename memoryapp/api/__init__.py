@@ -15,6 +15,7 @@ from ninja.errors import AuthenticationError
 from memoryapp.api.auth import ApiKeyAuth
 from memoryapp.datasets import DatasetNotFound
 from memoryapp.errors import (
+    AgentInUse,
     AgentNotFound,
     DatasetLocked,
     DuplicateCallId,
@@ -90,6 +91,15 @@ def _no_memory_agent(request: HttpRequest, exc: NoMemoryAgent) -> HttpResponse:
         409,
         "Thread has no memory-enabled agent",
         detail="Create the thread with an agent whose memory option is set (PUT /v1/memory/agents/{name}).",
+    )
+
+
+@api.exception_handler(AgentInUse)
+def _agent_in_use(request: HttpRequest, exc: AgentInUse) -> HttpResponse:
+    return error_response(
+        api, request, 409, "Agent has threads",
+        threads=exc.threads,
+        detail="Delete the agent's threads first (DELETE /v1/memory/working/threads/{id}).",
     )
 
 

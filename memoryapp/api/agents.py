@@ -155,6 +155,15 @@ def get_agent(request: HttpRequest, agent_name: str) -> dict[str, Any]:
     return agents.agent_to_dict(agents.agent_get(project=request_project(request), name=agent_name))
 
 
+@router.delete(
+    "/agents/{agent_name}", response={204: None, 409: ErrorOut, **ERRORS}, summary="Delete an agent"
+)
+def delete_agent(request: HttpRequest, agent_name: str) -> Status[None]:
+    """204 once deleted; 409 while threads are bound to it (they go first), 404 if none."""
+    agents.agent_delete(project=request_project(request), name=agent_name)
+    return Status(204, None)
+
+
 @router.get("/agents/{agent_name}/tools", response={200: ToolListOut, **ERRORS}, summary="An agent's tools")
 def get_tools(request: HttpRequest, agent_name: str) -> dict[str, Any]:
     """The memory tools as function declarations (empty when the agent has no memory)."""
