@@ -70,6 +70,12 @@ class DatasetDeleted:
         }
 
 
+def dataset_exists(*, project: Project, dataset: str) -> bool:
+    """Whether ``project`` holds anything in ``dataset``: a thread, episode, fact or
+    entity (at most four index look-ups; another project's dataset is False)."""
+    return _exists(project, dataset)
+
+
 def _exists(project: Project, dataset: str) -> bool:
     return any(
         model.objects.filter(project=project, dataset=dataset).exists()

@@ -29,7 +29,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_GET, require_POST
 
-from memoryapp import fact_review, semantic
+from memoryapp import datasets, fact_review, semantic
 from memoryapp.errors import FactNotFound, InvalidInput
 from memoryapp.models import Entity, Fact, Job, Project
 from memoryapp.validation import canonical_uuid
@@ -123,12 +123,15 @@ def _dataset_context(project: Project, dataset: str, request: HttpRequest) -> di
 def dataset_detail(request: HttpRequest) -> HttpResponse:
     """One dataset's entities, episodes, facts by entity and contradictions inbox
     (``?dataset=``), each list a page at a time (``?entities=`` / ``?facts=`` /
-    ``?episodes=`` cursors, 400 naming a malformed one); without a dataset, the Memory tab. An htmx request gets the live
+    ``?episodes=`` cursors, 400 naming a malformed one); without a dataset, the Memory tab;
+    404 for a dataset the project holds nothing in. An htmx request gets the live
     fragment only."""
     project = get_project_for_user(request)
     dataset = request.GET.get("dataset", "")
     if not dataset:
         return redirect(project_url("playground:memory", project))
+    if not datasets.dataset_exists(project=project, dataset=dataset):
+        raise Http404("Dataset not found")  # nothing in it, or a name mistyped in the URL
     try:
         context = _dataset_context(project, dataset, request)
     except _BadCursor as exc:

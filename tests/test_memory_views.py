@@ -145,6 +145,14 @@ def test_it_answers_the_live_fragment_to_htmx(world: World) -> None:
     assert "<html" not in body
 
 
+def test_it_answers_404_for_a_dataset_the_project_holds_nothing_in(world: World) -> None:
+    civic_then_prius(world)
+    client = world.client(world.member)
+    assert client.get(url("playground:dataset", world.project, dataset="user_42")).status_code == 200
+    for name in ("user_4", "USER_42", "nobody"):
+        assert client.get(url("playground:dataset", world.project, dataset=name)).status_code == 404
+
+
 def test_it_sends_a_dataset_page_without_a_dataset_to_the_memory_tab(world: World) -> None:
     response = world.client(world.member).get(url("playground:dataset", world.project))
     assert response.status_code == 302
