@@ -83,7 +83,7 @@ class ChatIn(BaseModel):
     transient: StrictBool = False
 
 
-@chat_api.post("/threads/{uuid:thread_id}/chat", url_name="chat")
+@chat_api.post("/threads/{path_id:thread_id}/chat", url_name="chat")
 def chat(request: HttpRequest, thread_id: uuid.UUID, payload: ChatIn) -> HttpResponse:
     """Run one playground chat turn (memoryapp.chat.chat_turn); 201 with its body, or
     200 with the transient body for ``transient: true`` (nothing created)."""

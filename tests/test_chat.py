@@ -644,3 +644,13 @@ def test_it_streams_the_reply_in_batches_not_a_frame_a_word(
     # 8 + 5 = 13 chars reach the bound, then 6 + 6 = 12, then the rest when the reply ends.
     assert deltas == ["Hybrids hold ", "their value ", "well."]
     assert [event for event, _ in sent][-1] == "chat.done"
+
+
+def test_it_takes_the_thread_id_in_capitals_as_the_api_does(client: Client, thread: Thread) -> None:
+    url = chat_url(thread)
+    upper = url.replace(str(thread.id), str(thread.id).upper())
+    assert upper != url
+    resp = client.post(upper, data=json.dumps({"content": "Any estate under 30k?"}), content_type="application/json")
+    assert resp.status_code == 201, resp.content
+    assert resp.json()["userMessage"]["sequenceNumber"] == 3
+    assert _message(thread, 3).content == "Any estate under 30k?"
