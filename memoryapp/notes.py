@@ -623,6 +623,18 @@ BLOCK_CLOSING = "[End of context]"
 DROPPED_ONLY = "Earlier messages of this conversation were dropped from the context."
 
 
+SUMMARY_TITLE = "Summary of earlier conversation"
+
+
+def _without_title(summary: str) -> str:
+    """``summary`` less a first line that only repeats the section's title (a summariser
+    that heads its text "Summary of earlier conversation (...):" would say it twice)."""
+    first, _, rest = summary.strip().partition("\n")
+    if first.lower().startswith(SUMMARY_TITLE.lower()) and first.rstrip().endswith(":"):
+        return rest.strip()
+    return summary.strip()
+
+
 def context_block(*, summary: str | None, notes: list[MemoryNote]) -> str:
     """The platform-written block at the head of an agent's context (spec 004 "What the
     agent sees"), exactly in the spec's format: the opening line, then "## Summary of
@@ -632,8 +644,9 @@ def context_block(*, summary: str | None, notes: list[MemoryNote]) -> str:
     Sections with nothing in them are left out (no summary under sliding-window; no
     notes yet); with none at all the block says the earlier messages were dropped."""
     sections: list[str] = []
+    summary = _without_title(summary or "")
     if summary:
-        sections.append(f"## Summary of earlier conversation\n\n{summary}")
+        sections.append(f"## {SUMMARY_TITLE}\n\n{summary}")
     opened = [n for n in notes if n.is_open]
     closed = [n for n in notes if not n.is_open]
     if opened:

@@ -281,6 +281,16 @@ def test_it_renders_the_context_block_for_one_open_and_two_closed_notes(thread: 
     )
 
 
+def test_it_does_not_repeat_the_summary_title_a_summariser_wrote_itself() -> None:
+    summary = "Summary of earlier conversation (offline extractive summary):\n- user: I live in Lyon."
+    assert notes.context_block(summary=summary, notes=[]) == (
+        "[Context — written by the platform, not said by anyone. Play continues from the messages after this one.]\n\n"
+        "## Summary of earlier conversation\n\n- user: I live in Lyon.\n\n[End of context]"
+    )
+    kept = "Summary of earlier conversation: the user lives in Lyon."
+    assert f"## Summary of earlier conversation\n\n{kept}\n" in notes.context_block(summary=kept, notes=[])
+
+
 def test_it_leaves_empty_sections_out_of_the_context_block() -> None:
     assert notes.context_block(summary=None, notes=[]) == (
         "[Context — written by the platform, not said by anyone. Play continues from the messages after this one.]\n\n"
