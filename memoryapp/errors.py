@@ -128,7 +128,13 @@ class AgentInUse(MemoryError_):
 
 
 class NoMemoryAgent(MemoryError_):
-    """The thread has no agent with memory, so it has no memory tools: 409."""
+    """The thread has no agent with memory, so it has no memory tools: 409. ``agent`` is
+    the name of the thread's agent when it has one whose memory is off (None: no agent),
+    so the answer can say which of the two fixes applies."""
+
+    def __init__(self, agent: str | None = None) -> None:
+        super().__init__("the thread has no memory-enabled agent")
+        self.agent = agent
 
 
 class DatasetLocked(MemoryError_):

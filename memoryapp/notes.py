@@ -511,7 +511,7 @@ def tool_run(
             raise ThreadNotFound()
         agent = thread.agent
         if agent is None or not agent.has_memory:
-            raise NoMemoryAgent()
+            raise NoMemoryAgent(agent.name if agent is not None else None)
         if unique_call_id and Message.objects.filter(thread=thread, metadata__toolCall__id=call_id).exists():
             raise DuplicateCallId(call_id)
         recorded, record_bytes = _recordable(name, arguments)

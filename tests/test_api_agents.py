@@ -167,10 +167,15 @@ def test_it_answers_409_on_a_thread_without_a_memory_agent(api: Api) -> None:
     plain = api.create_thread()["threadId"]
     put(api, "bard", {})
     no_memory = api.create_thread(agent="bard")["threadId"]
-    for thread_id in (plain, no_memory):
+    details = {
+        plain: "Create the thread with an agent whose memory option is set (PUT /v1/memory/agents/{name}).",
+        no_memory: "The thread's agent 'bard' has its memory turned off; set its memory option again "
+        '(PUT /v1/memory/agents/bard with "memory": {}) to give it the tools.',
+    }
+    for thread_id, detail in details.items():
         resp = tool(api, thread_id, "open_memory", name="x")
         assert resp.status_code == 409
-        assert resp.json()["error"] == "Thread has no memory-enabled agent"
+        assert resp.json() == {"error": "Thread has no memory-enabled agent", "detail": detail}
     assert api.get(f"{BASE}/threads/{plain}/notes").status_code == 409
     assert api.get(f"{BASE}/threads/{plain}/notes").json()["error"] == "Thread has no memory-enabled agent"
     assert api.get(f"{BASE}/threads/{no_memory}/notes").json() == {

@@ -85,13 +85,14 @@ def _rate_limited(request: HttpRequest, exc: RateLimited) -> HttpResponse:
 
 @api.exception_handler(NoMemoryAgent)
 def _no_memory_agent(request: HttpRequest, exc: NoMemoryAgent) -> HttpResponse:
-    return error_response(
-        api,
-        request,
-        409,
-        "Thread has no memory-enabled agent",
-        detail="Create the thread with an agent whose memory option is set (PUT /v1/memory/agents/{name}).",
-    )
+    if exc.agent is None:
+        detail = "Create the thread with an agent whose memory option is set (PUT /v1/memory/agents/{name})."
+    else:
+        detail = (
+            f"The thread's agent {exc.agent!r} has its memory turned off; set its memory option "
+            f"again (PUT /v1/memory/agents/{exc.agent} with \"memory\": {{}}) to give it the tools."
+        )
+    return error_response(api, request, 409, "Thread has no memory-enabled agent", detail=detail)
 
 
 @api.exception_handler(AgentInUse)
