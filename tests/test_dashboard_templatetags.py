@@ -71,8 +71,15 @@ def test_it_sums_up_a_job_result_in_one_line() -> None:
 def test_it_writes_a_job_results_booleans_as_yes_and_no() -> None:
     # An episode job's panel read "created True" (Python's repr) on the thread page.
     assert job_outcome({"episodeId": "e", "created": True, "factsCreated": 2, "merged": False}) == (
-        "created: yes · 2 facts created · merged: no"
+        "episode written · 2 facts created · merged: no"
     )
+    assert job_outcome({"episodeId": "e", "created": False, "factsCreated": 0, "factsMerged": 0}) == (
+        "episode already written, nothing new · 0 facts created · 0 facts merged"
+    )
+    assert job_outcome({"entitiesCreated": 1, "factsCreated": 1, "messagesCount": 2, "class": 1}) == (
+        "1 class · 1 entity created · 1 fact created · 2 messages"
+    )
+    assert job_outcome({"ok": True, "created": True}) == "created: yes · ok: yes"
 
 
 # --- markdown (issue 10 item 4) -----------------------------------------------------------------

@@ -138,32 +138,52 @@ _CAMEL_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 def _job_field(key: str, value: int | float | str) -> str:
     """One field of a job's result in words: a count before its name (``factsCreated``
-    2: "2 facts created"), a yes/no or text after it ("created: yes")."""
+    2: "2 facts created", 1: "1 fact created"), a yes/no or text after it ("merged: no")."""
     words = _CAMEL_HUMP.sub(" ", key).lower().removesuffix(" count")
     if isinstance(value, bool):
         return f"{words}: {_yes_no(value)}"
     if isinstance(value, int | float):
-        return f"{value} {words}"
+        return f"{value} {_singular(words) if value == 1 else words}"
     return f"{words}: {value}"
+
+
+def _singular(words: str) -> str:
+    """``words`` with its first word in the singular ("facts created" -> "fact created",
+    "entities" -> "entity"); a first word that is no plural is left as it is."""
+    first, space, rest = words.partition(" ")
+    if first.endswith("ies") and len(first) > 4:
+        first = first[:-3] + "y"
+    elif first.endswith("s") and not first.endswith("ss"):
+        first = first[:-1]
+    return first + space + rest
+
+
+def _episode_outcome(result: dict[str, object]) -> str:
+    """An episode job's ``created`` in words: whether this run wrote the episode or found
+    it written by an earlier run (memoryapp.tasks.episode_job)."""
+    return "episode written" if result["created"] else "episode already written, nothing new"
 
 
 @register.filter
 def job_outcome(result: object) -> str:
     """A background job's result in one line: its ``message`` when it has one, else its
-    scalar fields but ids in words, by name (``3 compacted · 1 facts created``; _job_field),
-    booleans as yes / no, and ``fromSequence``/``toSequence`` as one message_range
+    scalar fields but ids in words, by name (``3 compacted · 1 fact created``; _job_field),
+    booleans as yes / no (an episode job's ``created`` as whether it wrote the episode), and ``fromSequence``/``toSequence`` as one message_range
     (``3 compacted · messages #1\u2013#3``)."""
     if not isinstance(result, dict) or not result:
         return "Done."
     if isinstance(result.get("message"), str):
         return str(result["message"])
     span = isinstance(result.get("fromSequence"), int) and isinstance(result.get("toSequence"), int)
-    pairs = [  # by name: PostgreSQL's jsonb does not keep the order keys were written in
+    episode = "episodeId" in result and isinstance(result.get("created"), bool)
+    pairs = [_episode_outcome(result)] if episode else []
+    pairs += [  # by name: PostgreSQL's jsonb does not keep the order keys were written in
         _job_field(k, v)
         for k, v in sorted(result.items())
         if isinstance(v, int | float | str)
         and not k.endswith("Id")
         and not (span and k in ("fromSequence", "toSequence"))
+        and not (episode and k == "created")
     ]
     if span:
         pairs.append(message_range(result["fromSequence"], result["toSequence"]))
