@@ -235,11 +235,12 @@ def contradiction_review(request: HttpRequest, fact_id: uuid.UUID, action: str) 
 @login_required
 @default_project
 def job_list(request: HttpRequest) -> HttpResponse:
-    """Every job of the project, newest first (``?status=`` filters), errors and Retry."""
+    """Every job of the project, newest first (``?status=`` filters; 400 naming an
+    unknown status rather than showing every job as if filtered), errors and Retry."""
     project = get_project_for_user(request)
     status = request.GET.get("status", "")
-    if status not in JOB_STATUSES:
-        status = ""
+    if status and status not in JOB_STATUSES:
+        return HttpResponseBadRequest(f"status: must be one of {', '.join(JOB_STATUSES)} (or left out)")
     context = {
         "jobs": selectors.project_jobs(project=project, status=status),
         "status": status,

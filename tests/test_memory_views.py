@@ -250,6 +250,10 @@ def test_it_lists_the_projects_jobs_with_errors_retry_and_threadless_ones(world:
     assert jobs[str(done.pk)].by_testid("job-retry") == []
     only_failed = tree(client.get(url("playground:jobs", world.project, status="failed")))
     assert [j.attrs["data-job-id"] for j in only_failed.by_testid("job")] == [str(failed.pk)]
+    bogus = client.get(url("playground:jobs", world.project, status="bogus"))
+    assert (bogus.status_code, bogus.content) == (
+        400, b"status: must be one of queued, running, succeeded, failed (or left out)"
+    )
     retried = client.post(url("playground:job-retry", world.project, failed.pk), {"next": "jobs"})
     assert retried["Location"] == url("playground:jobs", world.project)
     failed.refresh_from_db()
