@@ -63,6 +63,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "playground.middleware.CanonicalIdsMiddleware",
+    "playground.middleware.MethodNotAllowedPageMiddleware",
     "memoryapp.middleware.HtmxSignedOutMiddleware",
     "memoryapp.middleware.ApiJsonErrorsMiddleware",
 ]

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect
+from django.shortcuts import render
 from django.urls import reverse
 
 
@@ -39,3 +40,31 @@ class CanonicalIdsMiddleware:
             return None
         query = request.META.get("QUERY_STRING", "")
         return HttpResponsePermanentRedirect(f"{canonical}?{query}" if query else canonical)
+
+
+class MethodNotAllowedPageMiddleware:
+    """A dashboard address opened in the browser that only takes a form's POST (creating
+    a thread, editing one, a retry) answered 405 with an empty body: a blank page. A GET
+    or HEAD that gets such an empty 405 from a dashboard view gets the 405.html page
+    instead (status and Allow header kept). JSON routes answer their own 405 bodies and
+    are left alone, as is every non-empty response."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        match = request.resolver_match
+        if (
+            response.status_code != 405
+            or request.method not in ("GET", "HEAD")
+            or match is None
+            or "playground" not in match.namespaces
+            or getattr(response, "streaming", False)
+            or response.content
+        ):
+            return response
+        page = render(request, "405.html", status=405)
+        if response.has_header("Allow"):
+            page["Allow"] = response["Allow"]
+        return page

@@ -1210,3 +1210,13 @@ def test_it_pushes_paging_urls_on_the_thread_page_and_not_on_the_playground(
     )
     assert link(from_thread)["hx-push-url"] == "true"
     assert "hx-push-url" not in link(from_playground)
+
+
+def test_it_shows_a_page_not_a_blank_405_for_a_form_only_address(world: World) -> None:
+    client = world.client(world.member)
+    for name, args in (("playground:thread-create", []), ("playground:thread-edit", [world.thread.pk])):
+        response = client.get(url(name, world.project, *args))
+        assert (response.status_code, response["Allow"]) == (405, "POST")
+        assert tree(response).all(lambda n: n.tag == "h1")[0].full_text() == "Not a page"
+    posted = client.post(url("playground:thread-create", world.project), {})
+    assert posted.status_code == 400  # the form's own answer, untouched
