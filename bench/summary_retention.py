@@ -15,6 +15,15 @@ database), then reads every row back and measures, per conversation:
   This is what one summarize call keeps of what it was given.
 - ``empty``: summaries that are only the header line (or nothing) although the folded
   messages had content.
+- ``self``: the user's own statements about themselves that survive. A **self-statement**
+  is a sentence of a ``user`` turn (speaker A) that is not a question, has at least
+  SELF_MIN_WORDS words and a first-person subject or possessive (I, I'm, I've, I'd,
+  I'll, we, we're, we've, we'd, we'll, my, our); it survives in a summary when its text
+  occurs there (case and spacing aside). ``self/run`` is, for each run, the share of the
+  self-statements of the messages it folded that the summary it wrote keeps, pooled over
+  runs (what one summarize call keeps of what the user said about themselves);
+  ``self final`` the share of the conversation's self-statements in the final summary.
+  Defined by the bench alone, not by the summariser's rules.
 
 Two yardsticks, side by side in one run, because the offline summariser chooses its
 lines by memoryapp.salient's terms (and once built an "Also mentioned" index line with
@@ -56,6 +65,12 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[\w'\u2019-]+")
 _NAME = re.compile(r"^[A-Z][A-Za-z]+(?:['\u2019]s)?$")
 _NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*")
+_FIRST_PERSON = re.compile(
+    r"(?<![\w'\u2019])(?:I|I['\u2019](?:m|ve|d|ll)|(?i:we|we['\u2019](?:re|ve|d|ll)|my|our))"
+    r"(?![\w'\u2019])"
+)
+#: A self-statement has at least this many words ("I did it!" says little).
+SELF_MIN_WORDS = 5
 
 
 def independent_terms(text: str) -> tuple[set[str], set[str]]:
@@ -67,6 +82,35 @@ def independent_terms(text: str) -> tuple[set[str], set[str]]:
             if _NAME.match(word) and word != "I":
                 names.add(re.sub(r"['\u2019]s$", "", word))
     return names, set(_NUMBER.findall(text))
+
+
+def self_statements(turns: list[tuple[str, str]]) -> list[str]:
+    """The user's self-statements among ``turns`` (module docstring), normalised (case
+    folded, spaces collapsed), in order, repeats once."""
+    found: dict[str, None] = {}
+    for role, text in turns:
+        if role != "user":
+            continue
+        for sentence in _SENTENCE.split(text):
+            sentence = sentence.strip()
+            if (
+                sentence
+                and not sentence.endswith("?")
+                and len(sentence.split()) >= SELF_MIN_WORDS
+                and _FIRST_PERSON.search(sentence)
+            ):
+                found[_normal(sentence)] = None
+    return list(found)
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def self_kept(statements: list[str], summary: str) -> int:
+    """How many of ``statements`` (normalised) occur in ``summary``."""
+    text = _normal(summary)
+    return sum(s in text for s in statements)
 
 
 def independent_survives(term: str, summary: str) -> bool:
@@ -145,6 +189,10 @@ class Retention:
     summary_tokens: int
     independent: Kept
     salient: Kept
+    self_total: int = 0
+    self_final: int = 0
+    self_run_total: int = 0
+    self_run_kept: int = 0
 
 
 def measure(api: Api, conversation_id: str, thread_id: str, turns: list[tuple[str, str]]) -> Retention:
@@ -163,9 +211,13 @@ def measure(api: Api, conversation_id: str, thread_id: str, turns: list[tuple[st
         numbers |= d
 
     per_run: list[float] = []
-    empty = 0
+    empty = self_run_total = self_run_kept = 0
     for s in summaries:
-        folded = [r["content"] for r in ordinary if r["compactedAt"] == s["createdAt"]]
+        folded_rows = [r for r in ordinary if r["compactedAt"] == s["createdAt"]]
+        folded = [r["content"] for r in folded_rows]
+        statements = self_statements([(r["role"], r["content"]) for r in folded_rows])
+        self_run_total += len(statements)
+        self_run_kept += self_kept(statements, s["content"])
         batch_names: set[str] = set()
         batch_numbers: set[str] = set()
         for text in folded:
@@ -177,6 +229,7 @@ def measure(api: Api, conversation_id: str, thread_id: str, turns: list[tuple[st
         if folded and not content_lines(s["content"]):
             empty += 1
 
+    said = self_statements(turns)
     return Retention(
         conversation_id=conversation_id,
         names=len(names),
@@ -189,6 +242,10 @@ def measure(api: Api, conversation_id: str, thread_id: str, turns: list[tuple[st
         summary_tokens=count_tokens(final),
         independent=kept_in_final(turns, final, independent_terms, independent_survives),
         salient=kept_in_final(turns, final, terms, survives),
+        self_total=len(said),
+        self_final=self_kept(said, final),
+        self_run_total=self_run_total,
+        self_run_kept=self_run_kept,
     )
 
 
@@ -220,6 +277,8 @@ def main() -> int:
                 f"{r.summary_tokens:>8}"
                 f"{share(r.independent.kept, r.independent.total):>8.3f}"
                 f"{share(r.independent.kept_no_index, r.independent.total):>8.3f}"
+                f"{share(r.self_run_kept, r.self_run_total):>9.3f}"
+                f"{share(r.self_final, r.self_total):>11.3f}"
             )
 
     terms_total = sum(r.names + r.numbers for r in results)
@@ -241,6 +300,13 @@ def main() -> int:
             f"{label:<12} final summary keeps {share(kept, total):.3f} ({kept}/{total}); "
             f"without its 'Also mentioned' line {share(bare, total):.3f} ({bare}/{total})"
         )
+    run_kept, run_total = sum(r.self_run_kept for r in results), sum(r.self_run_total for r in results)
+    final_kept, final_total = sum(r.self_final for r in results), sum(r.self_total for r in results)
+    print(
+        f"self-statements: each run's summary keeps {share(run_kept, run_total):.3f} "
+        f"({run_kept}/{run_total}) of the user's self-statements it folded; the final summary "
+        f"{share(final_kept, final_total):.3f} ({final_kept}/{final_total}) of the conversations'"
+    )
     return 0
 
 
