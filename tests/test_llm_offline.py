@@ -61,7 +61,9 @@ def test_it_keeps_names_numbers_dates_decisions_and_questions_in_order() -> None
     assert lines[0] == SUMMARY_HEADER
     assert [line for line in lines if line in KEY_LINES] == KEY_LINES
     assert "- assistant: The Toyota Corolla Hybrid is a great fit." in lines
-    assert "- assistant: What is your budget?" in lines
+    # The assistant's answer is kept, not its questions the user's lines answer already.
+    assert "- assistant: Bring your driving licence and proof of insurance." in lines
+    assert "- assistant: What is your budget?" not in lines
 
 
 def test_it_leaves_out_chatter() -> None:
@@ -95,7 +97,7 @@ def test_it_carries_the_previous_summary_forward_before_the_new_lines() -> None:
     assert lines[1 + len(carried) :] == [
         "- user: We decided on the Corolla Hybrid after talking it over.",
         "- user: I booked a test drive at Lyon Motors for March 3, 2026 at 10:30.",
-        "- user: Should I bring anything to the test drive?",
+        "- assistant: Bring your driving licence and proof of insurance.",
         "- user: Can my wife Ana drive it too?",
     ]
 
@@ -694,15 +696,16 @@ def test_it_chooses_the_lines_with_the_most_new_names_and_numbers_per_token() ->
 
     # Tight: the pair (Porto, Braga, Marta, Leo) and the hotel (120, 3) first.
     assert summary_lines(tight) == [SUMMARY_HEADER, WEEKEND_PAIR, WEEKEND_HOTEL]
-    # Roomy: "Grandpa" too, from the shorter of the two lines that name him.
+    # Roomy: "Grandpa" too, from the user's line that names him first (the assistant's
+    # shorter line only echoes him) and states their plan.
     assert summary_lines(roomy) == [
         SUMMARY_HEADER,
+        "- user: We are planning a long weekend away together with the whole family, and it"
+        " should be relaxing for everyone, including Grandpa.",
         WEEKEND_PAIR,
-        "- assistant: Porto is lovely in spring and the old town along the river is wonderful"
-        " for walks with Grandpa.",
         WEEKEND_HOTEL,
     ]
-    assert (count_tokens(tight), count_tokens(roomy)) == (52, 79)
+    assert (count_tokens(tight), count_tokens(roomy)) == (52, 85)
 
 
 def test_it_carries_a_previous_bullet_for_its_names_but_not_a_bare_index_line() -> None:
@@ -716,4 +719,95 @@ def test_it_carries_a_previous_bullet_for_its_names_but_not_a_bare_index_line() 
         WEEKEND_PAIR,
         WEEKEND_HOTEL,
         "- assistant: That is a fair price for Porto.",
+    ]
+
+
+# --- the user's statements about themselves over small talk and tool traffic ---------------
+# (memoryapp.llm.summary_info: content words count, the user's self-statements twice,
+# greetings, echoes and tool calls and results nothing)
+
+VEGETARIAN = "- user: I'm vegetarian, and my hobby is rock climbing."
+PLEASANTRY = "- assistant: Nice to meet you, Alex!"
+
+
+def test_compact_keeps_the_users_statement_not_the_pleasantry() -> None:
+    """POST .../compact dropped the user's diet and hobby and kept the greeting."""
+    messages = messages_of(
+        [
+            ("user", "Hi, I'm Alex."),
+            ("assistant", "Nice to meet you, Alex!"),
+            ("user", "I'm vegetarian, and my hobby is rock climbing."),
+            ("assistant", "That sounds fun!"),
+        ]
+    )
+    one_line = messages_of(
+        [("assistant", "Nice to meet you, Alex!"), ("user", VEGETARIAN.removeprefix("- user: "))]
+    )
+
+    text = extractive_summary(previous_summary=None, messages=messages, max_tokens=1024)
+    tight = extractive_summary(
+        previous_summary=None, messages=one_line, max_tokens=count_tokens(VEGETARIAN) + 1
+    )
+
+    assert VEGETARIAN in summary_lines(text)
+    assert PLEASANTRY not in summary_lines(text)
+    assert tight == VEGETARIAN
+
+
+def test_auto_compaction_keeps_the_users_new_job_not_the_assistants_question() -> None:
+    """Auto-compaction at threshold 6 (five messages folded, the sixth kept) dropped
+    "I now work as a nurse manager at Harborview" and kept "How is Seattle treating you?"."""
+    turns = [
+        ("user", "I moved to Seattle in March."),
+        ("assistant", "How is Seattle treating you?"),
+        ("user", "I now work as a nurse manager at Harborview."),
+        ("assistant", "Great!"),
+        ("user", "The shifts are long."),
+    ]
+    job = "- user: I now work as a nurse manager at Harborview."
+    question = "- assistant: How is Seattle treating you?"
+    first = extractive_summary(
+        previous_summary=None, messages=messages_of(turns[:1]), max_tokens=1024
+    )
+
+    text = extractive_summary(previous_summary=None, messages=messages_of(turns), max_tokens=1024)
+    tight = extractive_summary(
+        previous_summary=first,
+        messages=messages_of(turns[1:], start=2),
+        max_tokens=count_tokens(job) + 1,
+    )
+
+    assert job in summary_lines(text)
+    assert question not in summary_lines(text)
+    # With room for one new line and Seattle already carried, the job wins.
+    assert question not in summary_lines(tight)
+    assert job in summary_lines(tight)
+
+
+def test_an_agents_checkpoint_keeps_the_users_turns_not_tool_errors() -> None:
+    """An agent with compaction maxTokens 400 (a 100-token summary) kept three lines of
+    tool errors and the last turn; the user's statements were lost."""
+    turns: list[tuple[str, str]] = []
+    facts = [
+        "I'm training for the Berlin marathon in September.",
+        "My knee has been sore since the 20 km run.",
+        "I switched to a plant-based diet last month.",
+    ]
+    for fact in facts:
+        turns += [
+            ("user", fact),
+            ("tool", 'open_memory({"name": "Training Plan"})'),
+            ("tool", "Error: no memory named 'Training Plan'; create it with write_memory first."),
+            ("assistant", "Noted, thanks!"),
+        ]
+    turns += [("tool", "Error: the memory 'Training Plan' is over the limit of 4,096 bytes.")]
+    turns += [("user", "ok")]
+
+    text = extractive_summary(previous_summary=None, messages=messages_of(turns), max_tokens=100)
+
+    lines = summary_lines(text)
+    assert count_tokens(text) <= 100
+    assert [line for line in lines if line.startswith("- tool:")] == []
+    assert [f"- user: {fact}" for fact in facts] == [
+        line for line in lines if line.startswith(("- user: I", "- user: My"))
     ]

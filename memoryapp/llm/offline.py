@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from memoryapp import salient
-from memoryapp.llm import extraction_offline, offline_memory, offline_reply
+from memoryapp.llm import extraction_offline, offline_memory, offline_reply, summary_info
 from memoryapp.llm.input_tokens import input_tokens
 from memoryapp.llm.port import (
     ChatMessage,
@@ -113,8 +113,10 @@ _OPEN_QUESTION = re.compile(r"^(?:what|which|who|whom|whose|when|where|why|how)\
 _ROLES = "user|assistant|system|tool"
 _ROLE_PREFIX = re.compile(rf"^(?:{_ROLES}): ")
 _PAIR_LINE = re.compile(
-    rf"^(?:{_ROLES}): (?P<question>.+?\?){re.escape(ANSWER_ARROW)}(?:{_ROLES}): (?P<answer>.+)$"
+    rf"^(?P<asker>{_ROLES}): (?P<question>.+?\?){re.escape(ANSWER_ARROW)}"
+    rf"(?P<answerer>{_ROLES}): (?P<answer>.+)$"
 )
+_ROLE_LINE = re.compile(rf"^(?P<role>{_ROLES}): (?P<text>.*)$", re.DOTALL)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -135,6 +137,11 @@ MAX_NUMBERS = 2
 #: What being the answer to a question is worth on top of the answer's own facts: the
 #: same as a number or a date, so "Which day? → Tuesday" outranks the bare question.
 ANSWER_SCORE = 2.0
+#: What each distinct content word (memoryapp.llm.summary_info, up to MAX_CONTENT) adds
+#: to a sentence's score, and what the user's statement about themselves adds once.
+CONTENT_SCORE = 0.5
+MAX_CONTENT = 4
+SELF_SCORE = 2.0
 
 
 @dataclass
@@ -151,20 +158,27 @@ def _sentences(text: str) -> list[str]:
 
 
 def _is_chatter(sentence: str) -> bool:
-    return bool(_FILLER.match(sentence) or _ADDRESSED_FILLER.match(sentence))
+    """Greetings, thanks and acknowledgements, with or without a name to address."""
+    return bool(
+        _FILLER.match(sentence)
+        or _ADDRESSED_FILLER.match(sentence)
+        or summary_info.is_small_talk(sentence)
+    )
 
 
-def _score(sentence: str, *, answer_to: str | None = None) -> float:
+def _score(sentence: str, *, answer_to: str | None = None, role: str | None = None) -> float:
     """How much ``sentence`` says: numbers, dates, decisions (a short yes/no reply
-    included), names and questions add up; chatter scores -3, and so does a fragment of
-    fewer than three words with none of those (a fragment that carries one scores like the
-    fact). ``answer_to`` is the question the sentence answers, if it does: then a one- or
-    two-word answer's first word counts as a name ("Alice."), and "Yes." to a yes/no
-    question is a decision, not chatter."""
+    included), names, content words and questions add up, and the user's statement about
+    themselves (summary_info.is_self_disclosure) SELF_SCORE more; chatter and tool
+    traffic (``role`` "tool") score -3, and so does a fragment of fewer than three words
+    with none of those (a fragment that carries one scores like the fact). ``answer_to``
+    is the question the sentence answers, if it does: then a one- or two-word answer's
+    first word counts as a name ("Alice."), and "Yes." to a yes/no question is a
+    decision, not chatter."""
     words = len(sentence.split())
     yes_no = words <= MAX_ANSWER_WORDS and _YES_NO.match(sentence) is not None
     yes_no_question = answer_to is not None and not _OPEN_QUESTION.match(answer_to)
-    if _is_chatter(sentence) and not (yes_no and yes_no_question):
+    if role == "tool" or (_is_chatter(sentence) and not (yes_no and yes_no_question)):
         return -3.0
     numbers = len(set(_NUMBER.findall(sentence)))
     date = _DATE.search(sentence) is not None
@@ -173,11 +187,17 @@ def _score(sentence: str, *, answer_to: str | None = None) -> float:
     names = len(_NAME.findall(sentence))
     if answer_to is not None and words <= 2 and (lead := _LEADING_WORD.match(sentence)):
         names += lead.group(0).casefold() not in _NOT_NAMES
+    content = len(summary_info.content_words(sentence))
+    own = role is not None and summary_info.is_self_disclosure(
+        role, sentence, states=bool(content or numbers or names)
+    )
     score = (
         NUMBER_SCORE * min(numbers, MAX_NUMBERS)
         + 2.0 * date
         + 2.0 * decision
         + NAME_SCORE * min(names, MAX_NAMES)
+        + CONTENT_SCORE * min(content, MAX_CONTENT)
+        + SELF_SCORE * own
     )
     if sentence.rstrip().endswith("?"):
         score += 1.5
@@ -186,14 +206,19 @@ def _score(sentence: str, *, answer_to: str | None = None) -> float:
     return score
 
 
-def _pair_score(question: str, answer: str) -> float | None:
-    """The score of ``question`` answered by the short ``answer``; None when the answer
-    is chatter (a "Good, thanks." to "How are you?"), which leaves the two apart."""
-    answer_score = _score(answer, answer_to=question)
+def _pair_score(
+    question: str, answer: str, roles: tuple[str | None, str | None] = (None, None)
+) -> float | None:
+    """The score of ``question`` answered by the short ``answer`` (``roles``: who asked,
+    who answered); None when the answer is chatter (a "Good, thanks." to "How are
+    you?"), which leaves the two apart."""
+    answer_score = _score(answer, answer_to=question, role=roles[1])
     if answer_score < MIN_SCORE and _is_chatter(answer):
         return None
     # A two-word question is no fragment once it is answered ("Which colour?").
-    question_score = max(_score(question), 0.0) or (1.5 if question.endswith("?") else 0.0)
+    question_score = max(_score(question, role=roles[0]), 0.0) or (
+        1.5 if question.endswith("?") else 0.0
+    )
     return question_score + ANSWER_SCORE + max(answer_score, 0.0)
 
 
@@ -202,10 +227,13 @@ def _line_score(body: str) -> float:
     pair, a ``role: sentence`` line as its sentence, prose as it is."""
     pair = _PAIR_LINE.match(body)
     if pair:
-        score = _pair_score(pair["question"], pair["answer"])
+        score = _pair_score(pair["question"], pair["answer"], (pair["asker"], pair["answerer"]))
         if score is not None:
             return score
-    return _score(_ROLE_PREFIX.sub("", body, count=1))
+    line = _ROLE_LINE.match(body)
+    if line:
+        return _score(line["text"], role=line["role"])
+    return _score(body)
 
 
 def _answer(
@@ -213,7 +241,12 @@ def _answer(
 ) -> str | None:
     """``reply``'s whole text when it is a short answer to the question that ends
     ``message`` (another speaker, at most MAX_ANSWER_WORDS words, not a question)."""
-    if not sentences or not sentences[-1].endswith("?") or reply.role == message.role:
+    if (
+        not sentences
+        or not sentences[-1].endswith("?")
+        or reply.role == message.role
+        or "tool" in (message.role, reply.role)
+    ):
         return None
     text = " ".join(_sentences(reply.content))
     if (
@@ -270,9 +303,15 @@ def _fresh_lines(messages: list[TranscriptMessage]) -> list[tuple[str, float]]:
         sentences = _sentences(message.content)
         reply = messages[index + 1] if index + 1 < len(messages) else None
         answer = _answer(message, sentences, reply) if reply is not None else None
-        pair_score = _pair_score(sentences[-1], answer) if answer is not None else None
+        pair_score = (
+            _pair_score(sentences[-1], answer, (message.role, reply.role))
+            if reply is not None and answer is not None
+            else None
+        )
         if reply is not None and answer is not None and pair_score is not None:
-            lines.extend((f"- {message.role}: {s}", _score(s)) for s in sentences[:-1])
+            lines.extend(
+                (f"- {message.role}: {s}", _score(s, role=message.role)) for s in sentences[:-1]
+            )
             lines.append(
                 (
                     f"- {message.role}: {sentences[-1]}{ANSWER_ARROW}{reply.role}: {answer}",
@@ -281,7 +320,7 @@ def _fresh_lines(messages: list[TranscriptMessage]) -> list[tuple[str, float]]:
             )
             index += 2
             continue
-        lines.extend((f"- {message.role}: {s}", _score(s)) for s in sentences)
+        lines.extend((f"- {message.role}: {s}", _score(s, role=message.role)) for s in sentences)
         index += 1
     return lines
 
@@ -302,39 +341,112 @@ def _carried_lines(previous_summary: str | None) -> list[str]:
     return lines
 
 
-def _line_terms(candidates: list[_Candidate]) -> dict[int, frozenset[str]]:
-    """Each candidate's salient terms (memoryapp.salient: names, numbers, dates) by its
-    order; a sentence-opening word counts as a name when another candidate writes it
-    capitalised inside a sentence."""
-    bodies = {c.order: _ROLE_PREFIX.sub("", c.text[2:], count=1) for c in candidates}
-    known = salient.name_words(list(bodies.values()))
-    return {order: salient.terms(body, known=known).all() for order, body in bodies.items()}
+def _line_parts(text: str) -> list[tuple[str | None, str]]:
+    """A ``- ...`` line's (role, sentence) parts: a question and its answer are two, a
+    ``role: sentence`` line one, prose one without a role."""
+    body = text[2:]
+    pair = _PAIR_LINE.match(body)
+    if pair:
+        return [(pair["asker"], pair["question"]), (pair["answerer"], pair["answer"])]
+    line = _ROLE_LINE.match(body)
+    return [(line["role"], line["text"])] if line else [(None, body)]
+
+
+def _part_terms(
+    role: str | None, sentence: str, known: frozenset[str], *, answer: bool = False
+) -> dict[str, float]:
+    """What one part of a line states, term -> weight (memoryapp.llm.summary_info): its
+    salient terms 1 each, its content words (``~word``) CONTENT_WEIGHT each; the content
+    words SELF_WEIGHT times for the user's statement about themselves or ``answer`` to a
+    question (the user's short answer is the fact, "How many of you? → Four."), all of them
+    ASK_WEIGHT times for another speaker's question; nothing for tool traffic and small
+    talk."""
+    if role == "tool" or _is_chatter(sentence):
+        return {}
+    found = salient.terms(sentence, known=known).all()
+    named = {w.casefold() for term in found for w in term.split()}
+    weights = dict.fromkeys(found, 1.0)
+    for word in summary_info.content_words(sentence) - named:
+        weights[f"~{word}"] = summary_info.CONTENT_WEIGHT
+    own = (role == "user" and answer) or (
+        role is not None and summary_info.is_self_disclosure(role, sentence, states=bool(weights))
+    )
+    if own:
+        factor = summary_info.SELF_WEIGHT
+    elif role not in (None, "user") and sentence.rstrip().endswith("?"):
+        factor = summary_info.ASK_WEIGHT
+    else:
+        factor = 1.0
+    # A name or number is worth the same whoever states it (the names-and-numbers pass
+    # must not trade them for the user's words), unless the speaker only asks.
+    return {
+        term: weight * (factor if term.startswith("~") or factor < 1 else 1.0)
+        for term, weight in weights.items()
+    }
+
+
+def _line_terms(candidates: list[_Candidate]) -> dict[int, dict[str, float]]:
+    """Each candidate's terms with their weights by its order (_part_terms): salient
+    terms (memoryapp.salient: names, numbers, dates; a sentence-opening word counts as a
+    name when another candidate writes it capitalised inside a sentence) and content
+    words. A part said by someone other than the user counts nothing for a term an
+    earlier line of another speaker stated (an echo)."""
+    parts = {c.order: _line_parts(c.text) for c in candidates}
+    known = salient.name_words([sentence for ps in parts.values() for _, sentence in ps])
+    stated: dict[str, set[str | None]] = {}
+    out: dict[int, dict[str, float]] = {}
+    for cand in candidates:
+        weights: dict[str, float] = {}
+        for index, (role, sentence) in enumerate(parts[cand.order]):
+            own = _part_terms(role, sentence, known, answer=index == 1)
+            if role not in (None, "user"):
+                own = {t: w for t, w in own.items() if not stated.get(t, set()) - {role}}
+            for term, weight in own.items():
+                weights[term] = max(weight, weights.get(term, 0.0))
+                stated.setdefault(term, set()).add(role)
+        out[cand.order] = weights
+    return out
 
 
 def _cover(
-    candidates: list[_Candidate], costs: dict[int, int], take: Callable[[_Candidate], bool]
+    candidates: list[_Candidate],
+    costs: dict[int, int],
+    take: Callable[[_Candidate], bool],
+    *,
+    words: bool,
 ) -> None:
-    """Greedy coverage: offer ``candidates`` to ``take`` by the number of salient terms
-    they state that no taken line states yet, per token (``costs``), best first (newer
-    first on ties), until no candidate adds a term. Lazy: a line's value only drops as
-    terms get covered, so a popped line still worth the most of the heap is the best."""
-    found = _line_terms(candidates)
+    """Greedy coverage: offer ``candidates`` to ``take`` by the weight of the terms
+    (_line_terms: salient terms and content words) they state that no taken line states
+    yet, per token (``costs``), best first (newer first on ties), until no candidate adds
+    a term. Lazy: a line's value only drops as terms get covered, so a popped line still
+    worth the most of the heap is the best. ``words``: content words only (``~...``), a
+    line worth at most summary_info.MAX_WORDS_VALUE (a long sentence of advice is no
+    more informative per word than a short statement), else salient terms only."""
+    found = {
+        order: {t: w for t, w in terms.items() if t.startswith("~") == words}
+        for order, terms in _line_terms(candidates).items()
+    }
     by_order = {c.order: c for c in candidates}
     covered: set[str] = set()
-    heap = [(-len(found[c.order]) / costs[c.order], -c.order) for c in candidates if found[c.order]]
+    cap = summary_info.MAX_WORDS_VALUE if words else math.inf
+    heap = [
+        (-min(sum(found[c.order].values()), cap) / costs[c.order], -c.order)
+        for c in candidates
+        if found[c.order]
+    ]
     heapq.heapify(heap)
     while heap:
         stale, neg_order = heapq.heappop(heap)
         cand = by_order[-neg_order]
-        new = found[cand.order] - covered
+        new = [weight for term, weight in found[cand.order].items() if term not in covered]
         if not new:
             continue
-        value = len(new) / costs[cand.order]
+        value = min(sum(new), cap) / costs[cand.order]
         if value < -stale and heap and (-value, neg_order) > heap[0]:
             heapq.heappush(heap, (-value, neg_order))
             continue
         if take(cand):
-            covered |= found[cand.order]
+            covered.update(found[cand.order])
 
 
 def _cut_to(text: str, max_tokens: int) -> str:
@@ -360,10 +472,14 @@ def _key(line: str) -> str:
     return " ".join(line.casefold().split())
 
 
-def _line_facts(line: str) -> tuple[frozenset[str], frozenset[str]]:
-    """The names (case-folded) and numbers of a ``- ...`` line."""
+def _line_facts(line: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """The names (case-folded), numbers and content words of a ``- ...`` line."""
     body = _ROLE_PREFIX.sub("", line[2:], count=1)
-    return frozenset(n.casefold() for n in _NAME.findall(body)), frozenset(_NUMBER.findall(body))
+    return (
+        frozenset(n.casefold() for n in _NAME.findall(body)),
+        frozenset(_NUMBER.findall(body)),
+        summary_info.content_words(body),
+    )
 
 
 def _stale_value(facts: frozenset[str], covered: set[str], weight: float, cap: int) -> float:
@@ -373,8 +489,9 @@ def _stale_value(facts: frozenset[str], covered: set[str], weight: float, cap: i
 
 def _choose(candidates: list[_Candidate], take: Callable[[_Candidate], bool]) -> None:
     """Offer ``candidates`` to ``take`` best first (newer first on ties) until all were
-    offered; ``take`` says whether it kept the line. A name or number already in a kept
-    line no longer counts: a second "Mel" or "30" tells nothing new, a first "Ana" does.
+    offered; ``take`` says whether it kept the line. A name, number or content word
+    already in a kept line no longer counts: a second "Mel" or "30" tells nothing new, a
+    first "Ana" does.
 
     Lazy greedy: a line's value only drops as names and numbers get covered, so a popped
     line whose re-scored value is still the best of the heap is the best; the others are
@@ -384,16 +501,18 @@ def _choose(candidates: list[_Candidate], take: Callable[[_Candidate], bool]) ->
     by_order = {c.order: c for c in candidates}
     covered_names: set[str] = set()
     covered_numbers: set[str] = set()
+    covered_words: set[str] = set()
     heap = [(-c.score, -c.order) for c in candidates]
     heapq.heapify(heap)
     while heap:
         stale, neg_order = heapq.heappop(heap)
         cand = by_order[-neg_order]
-        names, numbers = facts[cand.order]
+        names, numbers, words = facts[cand.order]
         value = (
             cand.score
             - _stale_value(names, covered_names, NAME_SCORE, MAX_NAMES)
             - _stale_value(numbers, covered_numbers, NUMBER_SCORE, MAX_NUMBERS)
+            - _stale_value(words, covered_words, CONTENT_SCORE, MAX_CONTENT)
         )
         if value < -stale and heap and (-value, neg_order) > heap[0]:
             heapq.heappush(heap, (-value, neg_order))
@@ -401,6 +520,7 @@ def _choose(candidates: list[_Candidate], take: Callable[[_Candidate], bool]) ->
         if take(cand):
             covered_names |= names
             covered_numbers |= numbers
+            covered_words |= words
 
 
 def _summary_candidates(
@@ -511,7 +631,8 @@ def extractive_summary(
             carried_used += cost
         return True
 
-    _cover(kept, costs, take)
+    _cover(kept, costs, take, words=False)
+    _cover([c for c in kept if c not in chosen], costs, take, words=True)
     _choose([c for c in kept if c not in chosen], take)
     used += _fallback_lines(chosen, fresh_pool, candidates, costs, budget - used, bool(header))
     chosen.sort(key=lambda c: c.order)
