@@ -583,11 +583,15 @@ def extractive_summary(
     salient terms (memoryapp.salient names, numbers, dates) that no chosen line states
     yet, per token, is taken while it fits (newer first on ties), carried and new lines
     alike, so the terms of earlier runs survive later folds while they earn their room.
-    Then the room left goes by score: sentences score for each distinct number and name
-    (NUMBER_SCORE, NAME_SCORE), a date, a decision or preference (a short yes/no reply
-    included), and a question; a fragment such as "Alice." or "Tuesday" answering a
-    question scores like the fact it carries; a name or number already taken no longer
-    counts. Chatter (score below MIN_SCORE) and repeated lines are dropped, and
+    Then the same coverage by content words (memoryapp.llm.summary_info: the user's
+    statements about themselves weigh most, another speaker's echo nothing). Then the
+    room left goes by score: sentences score for each distinct number, name and content
+    word (NUMBER_SCORE, NAME_SCORE, CONTENT_SCORE), a date, a decision or preference (a
+    short yes/no reply included), the user's self-statement, and a question; a fragment
+    such as "Alice." or "Tuesday" answering a question scores like the fact it carries;
+    a name, number or content word already taken no longer counts. Chatter (greetings,
+    acknowledgements, tool calls and results: score below MIN_SCORE) and repeated lines
+    are dropped, and
     FRESH_SHARE of the budget stays open to this run's lines. No bare list of terms is
     written: a term is kept in a sentence that says what it was, or not at all. When
     none of this run's lines would be kept (all chatter, or none fits), its most recent
