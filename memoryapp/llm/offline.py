@@ -385,31 +385,53 @@ def _part_terms(
     }
 
 
-def _line_terms(candidates: list[_Candidate]) -> dict[int, dict[str, float]]:
+def _echoes(own: dict[str, float], new: dict[str, float]) -> bool:
+    """Whether a line whose terms are ``own``, ``new`` of them not said before by someone
+    else, mostly echoes: at least half of its terms said before, and no new name, number
+    or date."""
+    return bool(own) and 2 * len(new) <= len(own) and all(t.startswith("~") for t in new)
+
+
+@dataclass
+class _Terms:
+    """What the candidates state (_line_terms): each one's terms with their weights, and
+    the lines that mostly echo others."""
+
+    weights: dict[int, dict[str, float]]
+    echoes: set[int]
+
+
+def _line_terms(candidates: list[_Candidate]) -> _Terms:
     """Each candidate's terms with their weights by its order (_part_terms): salient
     terms (memoryapp.salient: names, numbers, dates; a sentence-opening word counts as a
     name when another candidate writes it capitalised inside a sentence) and content
     words. A part said by someone other than the user counts nothing for a term an
-    earlier line of another speaker stated (an echo)."""
+    earlier line of another speaker stated (an echo), and a line of theirs that mostly
+    echoes (_echoes: "How is Seattle treating you?" after "We moved to Seattle") is one
+    of ``echoes``."""
     parts = {c.order: _line_parts(c.text) for c in candidates}
     known = salient.name_words([sentence for ps in parts.values() for _, sentence in ps])
     stated: dict[str, set[str | None]] = {}
-    out: dict[int, dict[str, float]] = {}
+    out = _Terms({}, set())
     for cand in candidates:
         weights: dict[str, float] = {}
         for index, (role, sentence) in enumerate(parts[cand.order]):
             own = _part_terms(role, sentence, known, answer=index == 1)
             if role not in (None, "user"):
-                own = {t: w for t, w in own.items() if not stated.get(t, set()) - {role}}
+                new = {t: w for t, w in own.items() if not stated.get(t, set()) - {role}}
+                if _echoes(own, new) and len(parts[cand.order]) == 1:
+                    out.echoes.add(cand.order)
+                own = new
             for term, weight in own.items():
                 weights[term] = max(weight, weights.get(term, 0.0))
                 stated.setdefault(term, set()).add(role)
-        out[cand.order] = weights
+        out.weights[cand.order] = weights
     return out
 
 
 def _cover(
     candidates: list[_Candidate],
+    terms: _Terms,
     costs: dict[int, int],
     take: Callable[[_Candidate], bool],
     *,
@@ -423,8 +445,8 @@ def _cover(
     line worth at most summary_info.MAX_WORDS_VALUE (a long sentence of advice is no
     more informative per word than a short statement), else salient terms only."""
     found = {
-        order: {t: w for t, w in terms.items() if t.startswith("~") == words}
-        for order, terms in _line_terms(candidates).items()
+        order: {t: w for t, w in line_terms.items() if t.startswith("~") == words}
+        for order, line_terms in terms.weights.items()
     }
     by_order = {c.order: c for c in candidates}
     covered: set[str] = set()
@@ -605,7 +627,9 @@ def extractive_summary(
     max_tokens = max(min(max_tokens, replaced - 1), 0)
     carried = _carried_lines(previous_summary)
     candidates = _summary_candidates(carried, _folded_messages(messages, previous_summary))
-    kept = [c for c in candidates if c.score >= MIN_SCORE]
+    terms = _line_terms(candidates)
+    # Chatter and another speaker's echo of what was said are never chosen for content.
+    kept = [c for c in candidates if c.score >= MIN_SCORE and c.order not in terms.echoes]
     fresh_kept = [c for c in kept if not c.carried]
     # The lines this run's share is reserved for: the scored ones, or, when every one of
     # them is chatter, the fallback's (so carried lines cannot take all the room).
@@ -635,8 +659,8 @@ def extractive_summary(
             carried_used += cost
         return True
 
-    _cover(kept, costs, take, words=False)
-    _cover([c for c in kept if c not in chosen], costs, take, words=True)
+    _cover(kept, terms, costs, take, words=False)
+    _cover([c for c in kept if c not in chosen], terms, costs, take, words=True)
     _choose([c for c in kept if c not in chosen], take)
     used += _fallback_lines(chosen, fresh_pool, candidates, costs, budget - used, bool(header))
     chosen.sort(key=lambda c: c.order)
