@@ -23,6 +23,7 @@ of social formulas.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from memoryapp.stopwords import FUNCTION_WORDS
@@ -86,6 +87,7 @@ def _normal(word: str) -> str:
     return word
 
 
+@functools.lru_cache(maxsize=4096)  # a line is asked about by each pass of the summariser
 def content_words(sentence: str) -> frozenset[str]:
     """The sentence's content words, normalised: words of at least three letters that are
     not function words nor words of greetings and acknowledgements, and not capitalised
