@@ -15,6 +15,7 @@ import fcntl
 import os
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -193,6 +194,19 @@ def append_transaction() -> Iterator[Writer]:
                 except sqlite3.Error:
                     wrapper.close()  # a connection that cannot roll back is not reused
             raise
+
+
+def time_ordered_id() -> uuid.UUID:
+    """A new message id: a UUID version 7 (RFC 9562), the Unix time in milliseconds in
+    its first 48 bits and 74 random bits after it.
+
+    Ids taken in time order sort in that order, so a new message's entry in the primary
+    key's index lands on the index's last page, which the appends before it just wrote,
+    not on a random one (a random UUID's did: one more page to read cold and write per
+    append, and half-full pages from random splits). Still a UUID to every client.
+    """
+    value = (time.time_ns() // 1_000_000) << 80 | int.from_bytes(os.urandom(10))
+    return uuid.UUID(int=value & ~(0xF << 76 | 0x3 << 62) | 0x7 << 76 | 0x2 << 62)
 
 
 def _q(name: str) -> str:

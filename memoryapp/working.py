@@ -335,7 +335,7 @@ def _appended_message(
     the lock); ``tokens`` as message_append takes them."""
     return _new_message(
         {
-            "id": uuid.uuid4(),
+            "id": sql.time_ordered_id(),
             "thread_id": thread_pk,
             "sequence_number": None,  # taken under the lock
             "role": role,
