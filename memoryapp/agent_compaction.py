@@ -165,7 +165,9 @@ def _read(thread_id: uuid.UUID, manual: bool, trigger: str) -> _Read | None:
     if agent is None:
         return None
     live = list(
-        Message.objects.filter(thread=thread, compacted_at__isnull=True, is_summary=False)
+        Message.objects.filter(
+            thread=thread, sequence_number__gt=thread.live_floor, compacted_at__isnull=True, is_summary=False
+        )
         .order_by("sequence_number")
         .only("id", "sequence_number", "role", "content", "metadata", "thread_id")
     )

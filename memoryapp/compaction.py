@@ -26,6 +26,8 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
+from django.db.models import Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memoryapp import compaction_history, events, jobs, llm, summary_rules, working
@@ -70,7 +72,9 @@ def _rows_to_fold(
     thread = Thread.objects.select_related("active_summary").filter(pk=thread_id).first()
     if thread is None:
         raise ThreadNotFound()
-    rows = Message.objects.filter(thread=thread, compacted_at__isnull=True, is_summary=False)
+    rows = Message.objects.filter(
+        thread=thread, sequence_number__gt=thread.live_floor, compacted_at__isnull=True, is_summary=False
+    )
     if keep_from_sequence is not None:
         rows = rows.filter(sequence_number__lt=keep_from_sequence)
     to_fold = list(
@@ -274,9 +278,16 @@ def _agent_thread(thread_id: uuid.UUID) -> bool:
 
 
 def _newest_live(thread_id: uuid.UUID) -> int | None:
-    """The sequence number of the thread's newest un-compacted ordinary message, or None."""
+    """The sequence number of the thread's newest un-compacted ordinary message, or None
+    (read down to the active summary's end at most: Thread.live_floor)."""
+    floor = Thread.objects.filter(pk=thread_id).values("active_summary__covers_to_sequence")
     return (
-        Message.objects.filter(thread_id=thread_id, compacted_at__isnull=True, is_summary=False)
+        Message.objects.filter(
+            thread_id=thread_id,
+            sequence_number__gt=Coalesce(Subquery(floor), 0),
+            compacted_at__isnull=True,
+            is_summary=False,
+        )
         .order_by("-sequence_number")
         .values_list("sequence_number", flat=True)
         .first()

@@ -53,7 +53,7 @@ from memoryapp import bm25
 from memoryapp.models import Project
 from memoryapp.query_intent import SearchQuery
 from memoryapp.search_words import search_text
-from memoryapp.sql import FTS_PENDING, FTS_TABLE, search_index_catch_up
+from memoryapp.sql import FTS_TABLE, search_index_catch_up, search_index_mark_all
 from memoryapp.stopwords import FUNCTION_WORDS
 
 # PostgreSQL's 'english' with accents folded (migration 0019), like SQLite's FTS5 tables.
@@ -535,8 +535,8 @@ def messages_as_hits(
 def rebuild_search_index() -> None:
     """Re-index every message for full-text search (SQLite only; PostgreSQL's stored
     vector is maintained by the database). Run after ``VACUUM``, which may renumber rowids
-    (the rowids queued for indexing too: the queue is emptied, every row being indexed)."""
+    (every row is indexed: the mark of rows waiting for the index moves to the end)."""
     if connection.vendor == "sqlite":
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')")
-            cursor.execute(f"DELETE FROM {FTS_PENDING}")
+            search_index_mark_all(cursor)

@@ -381,9 +381,9 @@ def message_insert(params: list[Any], *, sequence: int, db: Writer = DJANGO) -> 
 # ``wal_autocheckpoint`` pages. Inside an append that COMMIT runs in the writers queue,
 # so every other appender waited for the checkpoint too (at SQLite's default of 1,000
 # pages, one every ~160 appends: ~90 us of everyone's time per append). An append runs a
-# PASSIVE one instead after leaving the queue, every WAL_CHECKPOINT_EVERY rows: about 6
-# pages per append (the row, its 3 indexes, the thread row, the FTS queue), so ~770
-# pages. SQLite's own (settings.SQLITE_WAL_AUTOCHECKPOINT, 4,000 pages) stays as the net
+# PASSIVE one instead after leaving the queue, every WAL_CHECKPOINT_EVERY rows: about 5
+# pages per append (the row, its 3 indexes, the thread row; 6 with 0015's search queue,
+# which 0022 replaced by a mark), so ~640-770 pages. SQLite's own (settings.SQLITE_WAL_AUTOCHECKPOINT, 4,000 pages) stays as the net
 # for other writes and for the frames appends wrote while a passive one ran.
 WAL_CHECKPOINT_EVERY = 128
 
@@ -402,43 +402,63 @@ def wal_checkpoint() -> None:
         cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
 
-# SQLite's full-text index of messages (migration 0015): inserts queue their rowid in
-# FTS_PENDING; search_index_catch_up indexes the queue. An append runs it every
-# FTS_BATCH rows, so at most about that many rows wait when nobody recalls.
-# Each row is indexed as memoryapp.search_words reads it (migration 0021).
+# SQLite's full-text index of messages (migrations 0015, 0022): a message whose rowid is
+# above FTS_MARK's ``indexed_to`` is not indexed yet; search_index_catch_up indexes those.
+# An append runs it every FTS_BATCH rows, so at most about that many rows wait when
+# nobody recalls. Each row is indexed as memoryapp.search_words reads it (migration 0021).
 FTS_TABLE = "memoryapp_message_fts"
-FTS_PENDING = "memoryapp_message_fts_pending"
+FTS_MARK = "memoryapp_message_fts_mark"
 FTS_BATCH = 256
 
 
+@cache
+def _unindexed_sql(what: str) -> str:
+    m = _q(Message._meta.db_table)
+    return f"SELECT {what} FROM {m} WHERE rowid > (SELECT indexed_to FROM {FTS_MARK})"
+
+
+def search_index_backlog() -> int:
+    """How many messages wait for SQLite's full-text index (0 on PostgreSQL)."""
+    if connection.vendor != "sqlite":
+        return 0
+    row = _fetch_one(_unindexed_sql("count(*)"), [])
+    return int(row[0]) if row else 0
+
+
 def search_index_catch_up() -> int:
-    """Index the messages waiting in FTS_PENDING for full-text search (SQLite only).
+    """Index the messages above FTS_MARK's mark for full-text search (SQLite only).
 
     Recall calls it before searching, so every message whose append returned before the
     recall began is searchable; an append calls it after commit every FTS_BATCH rows.
-    One read when the queue is empty; otherwise one write transaction (queued behind
-    appenders as they are) indexing every waiting row in one statement and emptying the
-    queue. Returns how many rows were indexed (0 on PostgreSQL, whose stored
-    ``search_vector`` is computed by the insert itself).
+    One read (a seek past the mark) when nothing waits; otherwise one write transaction
+    (queued behind appenders as they are) indexing every waiting row in one statement and
+    moving the mark to the largest rowid. Returns how many rows were indexed (0 on
+    PostgreSQL, whose stored ``search_vector`` is computed by the insert itself).
     """
     if connection.vendor != "sqlite":
         return 0
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {FTS_PENDING})")
-        if not cursor.fetchone()[0]:
-            return 0
+    if _fetch_one(f"SELECT EXISTS ({_unindexed_sql('1')})", []) == (0,):
+        return 0
     # Inside a caller's transaction the SQLite write lock may already be held: queueing
     # behind the appenders' file lock then could wait on a writer that waits on us.
     queue = contextlib.nullcontext() if connection.in_atomic_block else writers_queue()
     with queue, transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {FTS_TABLE}(rowid, content) SELECT m.rowid, {SQLITE_FUNCTION}(m.content) "
-            f"FROM {FTS_PENDING} AS p JOIN {_q(Message._meta.db_table)} AS m "
-            "ON m.rowid = p.message_rowid"
+            f"INSERT INTO {FTS_TABLE}(rowid, content) "
+            f"{_unindexed_sql(f'rowid, {SQLITE_FUNCTION}(content)')}"
         )
         indexed = int(cursor.rowcount)
-        cursor.execute(f"DELETE FROM {FTS_PENDING}")
+        search_index_mark_all(cursor)
     return indexed
+
+
+def search_index_mark_all(cursor: Any) -> None:
+    """Mark every message as indexed (run on ``cursor``, in the transaction that indexed
+    them: search_index_catch_up, or a rebuild of the whole index)."""
+    cursor.execute(
+        f"UPDATE {FTS_MARK} SET indexed_to = "
+        f"(SELECT coalesce(max(rowid), 0) FROM {_q(Message._meta.db_table)})"
+    )
 
 
 def message_id_by_key(
@@ -506,27 +526,29 @@ def window_head(*, thread_id: uuid.UUID, project_id: int | None) -> WindowHead |
 def _tail_sql(vendor: str, with_metadata: bool) -> str:
     m = _q(Message._meta.db_table)
     extra = f", {m}.{_q('metadata')}" if with_metadata else ""
-    # The predicate written as the ORM writes it, so the partial index
-    # message_live_tail_idx (compacted_at IS NULL AND NOT is_summary) serves it on both
-    # databases: SQLite matches an index's WHERE term by term.
+    seq = f"{m}.{_q('sequence_number')}"
+    # A range of the (thread, sequence_number) index, read backwards from ``before`` and
+    # never below ``after``: the rows in it that are not live are the few summaries.
     return (
-        f"SELECT {m}.{_q('role')}, {m}.{_q('content')}, {m}.{_q('sequence_number')}{extra} FROM {m} "
-        f"WHERE ({m}.{_q('compacted_at')} IS NULL AND NOT {m}.{_q('is_summary')} "
-        f"AND {m}.{_q('sequence_number')} < %s AND {m}.{_q('thread_id')} = %s) "
-        f"ORDER BY {m}.{_q('sequence_number')} DESC LIMIT %s"
+        f"SELECT {m}.{_q('role')}, {m}.{_q('content')}, {seq}{extra} FROM {m} "
+        f"WHERE ({m}.{_q('thread_id')} = %s AND {seq} > %s AND {seq} < %s "
+        f"AND {m}.{_q('compacted_at')} IS NULL AND NOT {m}.{_q('is_summary')}) "
+        f"ORDER BY {seq} DESC LIMIT %s"
     )
 
 
 def tail_read(
-    *, thread_id: uuid.UUID, before: int, limit: int, with_metadata: bool = False
+    *, thread_id: uuid.UUID, after: int, before: int, limit: int, with_metadata: bool = False
 ) -> list[tuple[str, str, int, dict[str, Any] | None]]:
-    """The newest ``limit`` un-compacted ordinary messages numbered below ``before``, as
-    ``(role, content, sequence_number, metadata)``, newest first (one statement on message_live_tail_idx).
-    ``metadata`` is read only ``with_metadata`` (an agent's thread: its memory tool calls
-    and results, spec 004), else None."""
+    """The newest ``limit`` un-compacted ordinary messages numbered above ``after`` (the
+    active summary's end: Thread.live_floor) and below ``before``, as ``(role, content,
+    sequence_number, metadata)``, newest first (one statement, a range of the (thread,
+    sequence_number) index). ``metadata`` is read only ``with_metadata`` (an agent's
+    thread: its memory tool calls and results, spec 004), else None."""
     with connection.cursor() as cursor:
         cursor.execute(
-            _tail_sql(connection.vendor, with_metadata), [before, _db_uuid(thread_id), limit]
+            _tail_sql(connection.vendor, with_metadata),
+            [_db_uuid(thread_id), after, before, limit],
         )
         rows = cursor.fetchall()
     if not with_metadata:

@@ -520,6 +520,7 @@ def _window_read(
             limit = default_message_limit(agent=head.agent_id is not None)
         tail = sql.tail_read(
             thread_id=pk,
+            after=head.summary_to or 0,
             before=head.next_sequence,
             limit=limit,
             with_metadata=head.agent_id is not None,
@@ -552,7 +553,8 @@ def prepare(
 
     Two statements whatever the thread's length, reading only the columns the window
     needs (memoryapp.sql): the thread row joined to its active summary, then the tail,
-    served by the partial index message_live_tail_idx. No model call.
+    a range of the (thread, sequence_number) index above the summary's end. No model
+    call.
 
     A compaction that commits between the two reads folds the oldest live rows, which
     would leave them in neither the summary read nor the tail; the tail then comes back

@@ -238,8 +238,7 @@ def test_it_keeps_the_search_index_wired_after_all_migrations(db: None) -> None:
             )
             assert [r[0] for r in cursor.fetchall()] == [
                 "memoryapp_message_fts_ad",
-                "memoryapp_message_fts_ai",
-                "memoryapp_message_fts_au",
+                "memoryapp_message_fts_au",  # an insert runs none (migration 0022)
             ]
             for table in ("message", "fact", "episode"):
                 cursor.execute(
@@ -811,9 +810,7 @@ def test_it_writes_fact_and_episode_sections_with_their_sources(
 
 
 def _queued() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM {sql.FTS_PENDING}")
-        return int(cursor.fetchone()[0])
+    return sql.search_index_backlog()
 
 
 def _fts_intact() -> None:
@@ -829,7 +826,7 @@ sqlite_only = pytest.mark.skipif(
 @sqlite_only
 def test_it_finds_a_message_queued_for_the_index_on_the_first_recall(project: Project) -> None:
     (stored,) = _say(_thread(project), "The zorblax engine needs new spark plugs")
-    assert _queued() == 1  # appended, not indexed yet (migration 0015)
+    assert _queued() == 1  # appended, not indexed yet (migrations 0015, 0022)
 
     found = search_raw(project=project, dataset="user_42", query="zorblax")
 
@@ -871,6 +868,65 @@ def test_it_keeps_the_index_whole_when_queued_and_indexed_rows_are_edited_and_de
 
     assert _ids(search_raw(project=project, dataset="user_42", query="zorblax")) == [str(queued.id)]
     assert _ids(search_raw(project=project, dataset="user_42", query="quintar")) == [str(edited.id)]
+    _fts_intact()
+
+
+def _migrate(target: str) -> None:
+    from django.db.migrations.executor import MigrationExecutor
+
+    MigrationExecutor(connection).migrate([("memoryapp", target)])
+
+
+def _stored(thread: Thread, sequence: int, content: str) -> Message:
+    return Message.objects.create(thread=thread, sequence_number=sequence, role="user", content=content)
+
+
+@sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_it_moves_the_index_queue_to_the_mark_and_back(project: Project) -> None:
+    # Migration 0022 on a database with data: what 0015's queue held is indexed, rows
+    # indexed before stay so; going back queues every row above the mark.
+    thread = _thread(project)
+    waiting = _stored(thread, 1, "a waiting zorblax")
+    _migrate("0021_search_clitics")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT message_rowid FROM memoryapp_message_fts_pending")
+        assert len(cursor.fetchall()) == 1  # the row above the mark, queued
+    queued = _stored(thread, 2, "a queued zorblax")
+    with connection.cursor() as cursor:  # index the first one as 0021's catch-up would
+        cursor.execute(
+            "INSERT INTO memoryapp_message_fts(rowid, content) SELECT m.rowid, "
+            "memoryapp_search_text(m.content) FROM memoryapp_message m WHERE m.id = %s",
+            [waiting.id.hex],
+        )
+        cursor.execute(
+            "DELETE FROM memoryapp_message_fts_pending WHERE message_rowid = "
+            "(SELECT rowid FROM memoryapp_message WHERE id = %s)",
+            [waiting.id.hex],
+        )
+
+    _migrate("0022_append_fewer_pages")
+
+    assert _queued() == 0
+    _fts_intact()
+    assert sorted(_ids(search_raw(project=project, dataset="user_42", query="zorblax"))) == sorted(
+        [str(waiting.id), str(queued.id)]
+    )
+
+
+@sqlite_only
+def test_it_keeps_new_rows_above_the_mark_when_the_last_rows_are_deleted(project: Project) -> None:
+    # A new row takes the largest rowid plus one: deleting the largest indexed rows must
+    # bring the mark down, or the next row would be taken for indexed and never found.
+    thread = _thread(project)
+    _say(thread, "first zorblax", "second zorblax", "third zorblax")
+    assert sql.search_index_catch_up() == 3
+    Message.objects.filter(thread=thread, sequence_number__gte=2).delete()
+    (again,) = _say(thread, "again zorblax")
+
+    assert _queued() == 1
+    assert len(_ids(search_raw(project=project, dataset="user_42", query="zorblax"))) == 2
+    assert str(again.id) in _ids(search_raw(project=project, dataset="user_42", query="again"))
     _fts_intact()
 
 

@@ -68,6 +68,16 @@ class Thread(models.Model):
         return f"thread {self.id} ({self.dataset})"
 
     @property
+    def live_floor(self) -> int:
+        """Every message numbered at or below this is compacted or a summary: the active
+        summary's covers_to_sequence (0 without one). A compaction folds every live row
+        below the one it keeps, so the live rows are a range above it of the (thread,
+        sequence_number) index, however long the compacted history (load the thread with
+        ``select_related("active_summary")``)."""
+        summary = self.active_summary
+        return int(summary.covers_to_sequence or 0) if summary is not None else 0
+
+    @property
     def message_total(self) -> int:
         """Every row in the thread, summaries and compacted rows included (numbers have no gaps)."""
         return int(self.next_sequence) - 1
@@ -157,14 +167,9 @@ class Message(models.Model):
                 name="message_idempotency_unique",
             ),
         ]
-        indexes = [
-            # prepare's tail: the newest un-compacted, non-summary rows of one thread.
-            models.Index(
-                fields=["thread", "-sequence_number"],
-                condition=Q(compacted_at__isnull=True, is_summary=False),
-                name="message_live_tail_idx",
-            ),
-        ]
+        # No index of the live rows (0022 dropped message_live_tail_idx, one more B-tree
+        # written by every append): they are the rows above the active summary's
+        # covers_to_sequence, a range of the (thread, sequence_number) index (live_floor).
 
     def __str__(self) -> str:
         return f"#{self.sequence_number} {self.role}"
