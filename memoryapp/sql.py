@@ -96,25 +96,42 @@ def writers_queue() -> Iterator[None]:
     SQLite makes a writer that finds the database locked sleep and retry (1, 2, 5, 10 ms
     and longer), so with several processes appending at once most of the time went to
     sleeping while the lock was already free again (213 appends/s from 4 processes).
-    An exclusive flock on a file beside the database queues appenders in the kernel
-    instead, each woken the moment the one before it is done; the IMMEDIATE transaction
-    inside still guards correctness. Each thread has its own open file, so threads of one
+    Exclusive flocks on files beside the database queue appenders in the kernel instead,
+    each woken the moment the one before it is done; the IMMEDIATE transaction inside
+    still guards correctness. Each thread has its own open files, so threads of one
     process queue as processes do. PostgreSQL queues on the thread row's lock by itself:
     nothing to do there, nor for an in-memory database.
+
+    Two flocks, taken in this order and both held to the end: a turnstile, then the lock.
+    Linux wakes every waiter of a flock when it changes hands (each retries, and all but
+    one block again), so with the lock alone the other appenders woke at the start of
+    every holder's transaction and took the CPU from it: on 2 cores a holder lost its
+    core for milliseconds in 1 append of 10 (docs/performance.md). Waiters now queue on the
+    turnstile, which changes hands only as a holder leaves: nobody wakes while one works.
     """
     name = str(connection.settings_dict["NAME"])
     if connection.vendor != "sqlite" or name == ":memory:" or name.startswith("file:"):
         yield
         return
-    files: dict[str, int] = _lock_files.__dict__.setdefault("files", {})
-    fd = files.get(name)
-    if fd is None:
-        fd = files[name] = os.open(name + ".append-lock", os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
+    files: dict[str, tuple[int, int]] = _lock_files.__dict__.setdefault("files", {})
+    fds = files.get(name)
+    if fds is None:
+        fds = files[name] = (
+            os.open(name + ".append-turnstile", os.O_RDWR | os.O_CREAT, 0o600),
+            os.open(name + ".append-lock", os.O_RDWR | os.O_CREAT, 0o600),
+        )
+    turnstile, lock = fds
+    fcntl.flock(turnstile, fcntl.LOCK_EX)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    except BaseException:
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+        raise
     try:
         yield
     finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
+        fcntl.flock(turnstile, fcntl.LOCK_UN)  # the next one comes up to the lock ...
+        fcntl.flock(lock, fcntl.LOCK_UN)  # ... and has it
 
 
 class DjangoWriter:

@@ -170,9 +170,10 @@ def test_it_lists_a_projects_distinct_datasets_sorted_and_cut_at_the_limit(
 sqlite_only = pytest.mark.skipif(connection.vendor != "sqlite", reason="a SQLite mechanism")
 
 
-def _lock_is_free() -> bool:
-    """Whether writers_queue's file lock could be taken right now (from another open file)."""
-    fd = os.open(str(connection.settings_dict["NAME"]) + ".append-lock", os.O_RDWR | os.O_CREAT, 0o600)
+def _lock_is_free(suffix: str = ".append-lock") -> bool:
+    """Whether writers_queue's file lock (or its turnstile, ``.append-turnstile``) could be
+    taken right now (from another open file)."""
+    fd = os.open(str(connection.settings_dict["NAME"]) + suffix, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -182,6 +183,16 @@ def _lock_is_free() -> bool:
         return True
     finally:
         os.close(fd)
+
+
+@sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_it_holds_the_turnstile_and_the_lock_while_a_writer_works() -> None:
+    # Waiters queue on the turnstile, so no waiter is woken while a holder works.
+    with sql.writers_queue():
+        held = (_lock_is_free(".append-turnstile"), _lock_is_free())
+    assert held == (False, False)
+    assert (_lock_is_free(".append-turnstile"), _lock_is_free()) == (True, True)
 
 
 @sqlite_only
