@@ -1,6 +1,6 @@
 """Where the 4 writers of bench/peers.py spend their time: the write lock, instrumented.
 
-    .venv/bin/python bench/writers_probe.py [--stores ours,agents-normal] [--rounds 3]
+    .venv/bin/python bench/writers_probe.py [--stores ours,agents-normal] [--rounds 3] [--prefill 12000]
 
 Runs peers.py's "4 writers" (4 processes x 250 appends to one new conversation, released
 together by one barrier) on ``ours`` and ``agents-normal``, alternating, ``--rounds``
@@ -17,6 +17,10 @@ times, with every append timed in its writer process:
 - ``streak``: appends one process made in a row before another got the lock;
 - ``first``: the first append of each writer (connection warm-up, caches) against the
   median of the rest.
+
+``--prefill N`` first fills another conversation of the same database to N messages (the
+store's bulk path, then for ours the search index caught up), as peers.py's writers find
+the database after its single-writer phases (~12,200 messages).
 
 Prints a line per store and round; the msgs/s of stores in one round are comparable.
 Nothing here is used by the service.
@@ -64,6 +68,84 @@ class Probe:
         self.rows.append((self.ask, self.got, time.perf_counter_ns(), time.thread_time_ns() - self.cpu, 0))
 
 
+def _polling_queue(pause: float) -> Callable[[], Any]:
+    """writers_queue's flock taken with LOCK_NB and a sleep between tries: no waiter is
+    woken by a release (a what-if)."""
+    import fcntl
+
+    from django.db import connection
+
+    fds: dict[str, int] = {}
+
+    @contextmanager
+    def polling() -> Iterator[None]:
+        name = str(connection.settings_dict["NAME"])
+        fd = fds.get(name) or fds.setdefault(name, os.open(name + ".append-lock", os.O_RDWR | os.O_CREAT))
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                time.sleep(pause)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+    return polling
+
+
+def _flock_queue() -> Callable[[], Any]:
+    """writers_queue as it was before the turnstile: one flock (a what-if)."""
+    import fcntl
+
+    from django.db import connection
+
+    fds: dict[str, int] = {}
+
+    @contextmanager
+    def single() -> Iterator[None]:
+        name = str(connection.settings_dict["NAME"])
+        fd = fds.get(name) or fds.setdefault(name, os.open(name + ".append-lock", os.O_RDWR | os.O_CREAT))
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+    return single
+
+
+def _turnstile_queue() -> Callable[[], Any]:
+    """writers_queue as two flocks, a turnstile then the lock, both held to the end and the
+    turnstile let go first: the waiters queue on the turnstile, so none is woken while a
+    holder works, only when it leaves (a what-if)."""
+    import fcntl
+
+    from django.db import connection
+
+    fds: dict[str, tuple[int, int]] = {}
+
+    @contextmanager
+    def turnstile() -> Iterator[None]:
+        name = str(connection.settings_dict["NAME"])
+        if name not in fds:
+            fds[name] = (
+                os.open(name + ".append-turnstile", os.O_RDWR | os.O_CREAT),
+                os.open(name + ".append-lock", os.O_RDWR | os.O_CREAT),
+            )
+        door, lock = fds[name]
+        fcntl.flock(door, fcntl.LOCK_EX)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(door, fcntl.LOCK_UN)
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+    return turnstile
+
+
 def _instrument_ours(probe: Probe) -> None:
     from memoryapp import sql
 
@@ -72,6 +154,12 @@ def _instrument_ours(probe: Probe) -> None:
     queue: Callable[[], Any] = sql.writers_queue
     if os.environ.get("PROBE_QUEUE") == "none":
         queue = contextlib.nullcontext
+    if os.environ.get("PROBE_QUEUE", "").startswith("poll"):  # poll:50 = LOCK_NB every 50 us
+        queue = _polling_queue(float(os.environ["PROBE_QUEUE"].split(":")[1]) / 1e6)
+    if os.environ.get("PROBE_QUEUE") == "turnstile":
+        queue = _turnstile_queue()
+    if os.environ.get("PROBE_QUEUE") == "flock":  # the lock alone, as before the turnstile
+        queue = _flock_queue()
 
     @contextmanager
     def timed_queue() -> Iterator[None]:
@@ -82,6 +170,10 @@ def _instrument_ours(probe: Probe) -> None:
         probe.released()
 
     sql.writers_queue = timed_queue
+    # PROBE_SET="FTS_BATCH=100000,WAL_CHECKPOINT_EVERY=100000": override sql's constants.
+    for item in filter(None, os.environ.get("PROBE_SET", "").split(",")):
+        key, value = item.split("=")
+        setattr(sql, key, int(value))
 
 
 class _TimedConnection:
@@ -146,7 +238,26 @@ def _pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
-def run(name: str, workdir: Path) -> dict[str, Any]:
+def _prefill(name: str, workdir: Path, total: int) -> None:
+    """Another conversation of the same database filled to ``total`` messages."""
+    if not total:
+        return
+    peers.make_store(name, workdir, "conversation", {}).fill(total)
+    if name in peers.OURS:
+        from memoryapp import sql
+
+        sql.search_index_catch_up()
+        sql.wal_checkpoint()
+
+
+def run(name: str, workdir: Path, prefill: int = 0) -> dict[str, Any]:
+    _prefill(name, workdir, prefill)
+    if name in peers.OURS and os.environ.get("PROBE_SQL"):  # e.g. "DROP+INDEX+x" (+ for spaces): what-ifs
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            for statement in os.environ["PROBE_SQL"].replace("+", " ").split(";"):
+                cursor.execute(statement)
     store = peers.make_store(name, workdir, f"writers-{time.time_ns()}", {})
     ctx = multiprocessing.get_context("spawn")
     start, done = ctx.Barrier(WRITERS + 1), ctx.Queue()
@@ -198,6 +309,7 @@ def run(name: str, workdir: Path) -> dict[str, Any]:
         "hold_p50": statistics.median(holds),
         "hold_p90": _pct(holds, 0.9),
         "hold_mean": statistics.mean(holds),
+        "long_share": sum(h for h in holds if h > 1000) / sum(holds),
         "busy": sum(holds) / (wall / 1e3),
         "wait_p50": statistics.median(waits),
         "handoff_p50": statistics.median(handoffs),
@@ -214,22 +326,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--stores", default="ours,agents-normal")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--prefill", type=int, default=0, help="messages in another conversation first")
     parser.add_argument("--only", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.only:
         with tempfile.TemporaryDirectory(prefix="probe-") as tmp:
             if args.only in peers.OURS:
                 with throwaway_database("sqlite"):
-                    result = run(args.only, Path(tmp))
+                    result = run(args.only, Path(tmp), args.prefill)
             else:
-                result = run(args.only, Path(tmp))
+                result = run(args.only, Path(tmp), args.prefill)
         print(repr(result))
         return 0
     import ast
     import subprocess
 
     cols = [
-        "msgs/s", "hold_p50", "hold_p90", "hold_mean", "busy", "wait_p50", "handoff_p50",
+        "msgs/s", "hold_p50", "hold_p90", "hold_mean", "long_share", "busy", "wait_p50", "handoff_p50",
         "handoff_mean", "streak_mean", "cpu_per_append", "cpu_in_lock", "first_max", "lap_p50",
     ]
     print("| round | store | " + " | ".join(cols) + " |")
@@ -237,7 +350,7 @@ def main() -> int:
     for r in range(args.rounds):
         for name in args.stores.split(","):
             out = subprocess.run(
-                [sys.executable, __file__, "--only", name], check=True, capture_output=True, text=True
+                [sys.executable, __file__, "--only", name, "--prefill", str(args.prefill)], check=True, capture_output=True, text=True
             ).stdout
             res = ast.literal_eval(out.strip().splitlines()[-1])
             cells = " | ".join(f"{res[c]:.2f}" if res[c] < 100 else f"{res[c]:,.0f}" for c in cols)
