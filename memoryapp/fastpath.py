@@ -7,12 +7,22 @@ more than the domain call itself (docs/decisions.md, "Hot paths"). PooledWsgi
 request's environ and body: it serves the happy path of those two routes only and
 returns the response, or returns None and Django serves the request as it always did.
 
-What runs is Django's and ninja's own code, minus the routing between them: the same
-WSGIRequest, request_started / request_finished signals, ApiKeyAuth (key cache, rate
-limit), ninja's body model (the API's JSON parser and the schemas of memoryapp.api.schemas),
-the functions the views call (memoryapp.api.working), ninja's response rendering and
-the middleware of settings.API_MIDDLEWARE, so status, headers and body are Django's byte
-for byte (tests/test_fastpath.py compares them).
+What runs for the happy path is the lean part of what Django and ninja run, with the
+same code where it decides anything: a WSGIRequest (no temporal HttpResponse), the
+Host check of ``request.get_host()`` (its verdict remembered per Host value),
+ApiKeyAuth (key cache, rate limit), ninja's body model (the API's JSON parser and the
+schemas of memoryapp.api.schemas), the functions the views call
+(memoryapp.api.working), the API's renderer (ninja's JSON encoder) on the dict those
+functions return, and the headers settings.API_MIDDLEWARE adds, taken once from that
+chain's own run on a response of the same status (``_Headers``) with Content-Length
+filled in per response. Not run, because for these two answers they change nothing:
+ninja's re-validation of the body dict through the response schema (the dicts of
+memoryapp.serializers are already in the schema's shape, field order included: tests
+compare the bytes), the HttpResponse objects and Django's request signals, whose
+receivers are called directly when they are Django's own (``_upkeep``: the stale
+connection closed, PostgreSQL's pooled connection returned; the signals are sent as
+usual when anything else listens). Status, headers and body are Django's byte for byte
+(tests/test_fastpath.py compares them).
 
 Declined (None), so Django answers with its own error format: another method, path or
 route; SCRIPT_NAME or FORCE_SCRIPT_NAME set; ATOMIC_REQUESTS; a Host that ALLOWED_HOSTS
@@ -22,7 +32,8 @@ errors the domain raises before writing anything (ThreadNotFound, IdempotencyCon
 InvalidInput for createdAt). A request already counted against its key's rate limit
 carries that count to Django (memoryapp.api.auth.RATE_COUNTED), so it counts once.
 After an append committed nothing is declined: an error then is answered by ninja's
-exception handlers as the view's would be, never by running the append again.
+exception handlers and the API middleware, as the view's would be, never by running
+the append again.
 
 ``HTTP_FAST_PATH`` (env MEMORY_HTTP_FAST_PATH, on by default) turns it off.
 """
@@ -39,12 +50,18 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.core import signals
+from django.core.cache import caches, close_caches
+from django.core.cache.backends.base import BaseCache
+from django.core.handlers.base import reset_urlconf
 from django.core.handlers.wsgi import WSGIHandler, WSGIRequest
-from django.db import connections
+from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections, reset_queries
+from django.dispatch import Signal
+from django.dispatch.dispatcher import NONE_ID, _make_id
 from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.urls import get_script_prefix, resolve, reverse
 from django.utils.log import log_response
+from django.utils.module_loading import import_string
 from ninja.operation import Operation
 from ninja.params.models import BodyModel, PathModel
 
@@ -57,11 +74,13 @@ from memoryapp.validation import path_id
 
 logger = logging.getLogger(__name__)
 
-# Status, headers as WSGI's start_response gets them, body (memoryapp.wsgipool encodes them).
-Answer = tuple[int, list[tuple[str, str]], bytes]
+# Status, headers as the ASGI server sends them (lower-case names), body.
+Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
 
 # What the domain raises before it writes anything: Django then answers it.
 _BEFORE_ANY_WRITE = (ThreadNotFound, IdempotencyConflict, InvalidInput)
+# Host verdicts remembered at most (a client inventing Host values cannot grow it past).
+_HOSTS_MAX = 64
 
 
 class _Declined(Exception):
@@ -76,6 +95,54 @@ class _ResponseChain(_ChainHandler):
     def _get_response(self, request: HttpRequest) -> HttpResponseBase:
         response: HttpResponseBase = request._fast_response  # type: ignore[attr-defined]
         return response
+
+
+class _Headers:
+    """The headers of a happy-path answer as Django sends them: the response's own
+    (Content-Type, Idempotent-Replayed on a replay), then what settings.API_MIDDLEWARE
+    adds, learnt by running that chain once per (status, replayed, secure) on an empty
+    response of the same kind; only Content-Length differs between two answers.
+
+    ``make`` raises LookupError if the chain's headers are not that (they would depend
+    on something else than the body's length); the fast path then declines for good.
+    """
+
+    def __init__(self, chain: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.chain = chain
+        self.known: dict[tuple[int, bool, bool], tuple[list[tuple[bytes, bytes]], int]] = {}
+
+    def make(self, request: WSGIRequest, status: int, replayed: bool, secure: bool, length: int) -> list[tuple[bytes, bytes]]:
+        """The encoded headers of a ``status`` answer whose body is ``length`` bytes."""
+        known = self.known.get((status, replayed, secure))
+        if known is None:
+            known = self._learn(request, status, replayed)
+            self.known[(status, replayed, secure)] = known
+        headers, at = known
+        headers = headers.copy()
+        headers[at] = (b"content-length", str(length).encode("latin1"))
+        return headers
+
+    def _learn(self, request: WSGIRequest, status: int, replayed: bool) -> tuple[list[tuple[bytes, bytes]], int]:
+        runs = []
+        for length in (1, 12):
+            response = HttpResponse(b"x" * length, status=status, content_type=api.get_content_type())
+            if replayed:
+                response["Idempotent-Replayed"] = "true"
+            request._fast_response = response  # type: ignore[attr-defined]
+            answered = self.chain(request)
+            if answered is not response or answered.cookies or answered.status_code != status:
+                raise LookupError("the API middleware changed the response")
+            runs.append(_encode_headers(list(answered.items())))
+        ones, twelves = runs
+        where = [i for i, (a, b) in enumerate(zip(ones, twelves, strict=True)) if a != b]
+        if len(where) != 1 or ones[where[0]] != (b"content-length", b"1"):
+            raise LookupError(f"the API middleware's headers are not fixed: {ones} {twelves}")
+        return ones, where[0]
+
+
+def _encode_headers(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    """Header pairs as memoryapp.wsgipool hands Django's to the ASGI server."""
+    return [(k.strip().lower().encode("latin1"), v.strip().encode("latin1")) for k, v in headers]
 
 
 class _Routes:
@@ -101,6 +168,12 @@ class _Routes:
         # A path segment, as Django's <thread_id> (str converter) takes it.
         self.pattern = re.compile(re.escape(head) + "([^/]+)/(messages|prepare)")
         self.chain = _ResponseChain(list(settings.API_MIDDLEWARE))._middleware_chain
+        self.headers = _Headers(self.chain)
+        self.broken = False  # the API middleware's headers are not fixed: decline all
+        # (raw Host, X-Forwarded-Host) -> whether request.get_host() accepts it, under
+        # the settings get_host() reads (``hosts_under``).
+        self.hosts: dict[tuple[str, str | None], bool] = {}
+        self.hosts_under: tuple[Any, ...] = ()
 
 
 def _body_model(operation: Operation) -> type[BodyModel]:
@@ -130,6 +203,91 @@ def _operation(path: str, view: Callable[..., Any]) -> Operation:
     raise LookupError(f"no POST operation for {view.__name__} at {path}")
 
 
+def _host_allowed(routes: _Routes, request: WSGIRequest) -> bool:
+    """Whether ``request.get_host()`` accepts the request's Host (DisallowedHost is left
+    to Django, whatever it answers); the verdict is remembered per raw Host and
+    X-Forwarded-Host while the settings get_host() reads stay the same."""
+    meta = request.META
+    host = meta.get("HTTP_HOST")
+    under = (settings.ALLOWED_HOSTS, settings.DEBUG, settings.USE_X_FORWARDED_HOST)
+    if host is None:  # get_host() then builds it from SERVER_NAME: not worth a memo
+        return _get_host_ok(request)
+    if under != routes.hosts_under:
+        routes.hosts, routes.hosts_under = {}, under
+    key = (host, meta.get("HTTP_X_FORWARDED_HOST"))
+    verdict = routes.hosts.get(key)
+    if verdict is None:
+        verdict = _get_host_ok(request)
+        if len(routes.hosts) < _HOSTS_MAX:
+            routes.hosts[key] = verdict
+    return verdict
+
+
+def _get_host_ok(request: WSGIRequest) -> bool:
+    try:
+        request.get_host()
+    except Exception:
+        return False
+    return True
+
+
+# Django's own receivers of its request signals (django.db, django.core.cache,
+# django.core.handlers.base), as Signal.receivers keys them.
+_STARTED_KEYS = [(_make_id(f), NONE_ID) for f in (reset_queries, close_old_connections)]
+_FINISHED_KEYS = [(_make_id(f), NONE_ID) for f in (close_old_connections, close_caches, reset_urlconf)]
+
+
+def _upkeep(signal: Signal, keys: list[tuple[Any, Any]], finished: bool, environ: dict[str, Any] | None) -> None:
+    """What WSGIHandler's ``signal`` (request_started, or request_finished when
+    ``finished``) does: its receivers' work, done directly when they are exactly Django's
+    own (``keys``), else the signal sent as Django sends it.
+
+    Django's: queries_log cleared (request_started), each connection this thread opened
+    closed if unusable or past CONN_MAX_AGE (both; on PostgreSQL with its pool that
+    returns the connection to the pool once answered), the caches closed and the
+    thread's URL conf reset (request_finished). Done directly, with the one database
+    alias this service configures, its connection is looked up once (not once per
+    receiver); closing caches whose close() does nothing (BaseCache's: local memory,
+    Redis, database) is left out, and so is the URL conf's reset: nothing here sets it,
+    and Django's handler resets it at the end of each request it serves.
+    """
+    if [r[0] for r in signal.receivers] != keys:
+        if finished:
+            signal.send(sender=WSGIHandler)
+        else:
+            signal.send(sender=WSGIHandler, environ=environ)
+        return
+    if len(connections.settings) == 1:
+        conn = connections[DEFAULT_DB_ALIAS]
+        if not finished:
+            conn.queries_log.clear()
+        conn.close_if_unusable_or_obsolete()
+    else:
+        for conn in connections.all(initialized_only=True):
+            if not finished:
+                conn.queries_log.clear()
+            conn.close_if_unusable_or_obsolete()
+    if finished and not _caches_close_nothing():
+        caches.close_all()
+
+
+_CLOSE_NOTHING: dict[int, tuple[dict[str, Any], bool]] = {}
+
+
+def _caches_close_nothing() -> bool:
+    """Whether every configured cache's close() is BaseCache's, which does nothing
+    (remembered per settings.CACHES as the cache handler holds it)."""
+    configured = caches.settings
+    known = _CLOSE_NOTHING.get(0)
+    if known is not None and known[0] is configured:
+        return known[1]
+    verdict = all(
+        import_string(entry["BACKEND"]).close is BaseCache.close for entry in configured.values()
+    )
+    _CLOSE_NOTHING[0] = (configured, verdict)
+    return verdict
+
+
 class FastPath:
     """``fast(environ, body)``: the response of a happy-path append or prepare, or None."""
 
@@ -138,6 +296,7 @@ class FastPath:
         self._lock = threading.Lock()
 
     def routes(self) -> _Routes:
+        """The routes, found on first use (the URL conf and ninja are loaded by then)."""
         if self._routes is None:
             with self._lock:
                 if self._routes is None:
@@ -145,6 +304,7 @@ class FastPath:
         return self._routes
 
     def __call__(self, environ: dict[str, Any], body: bytes) -> Answer | None:
+        """The answer to the request ``environ`` with ``body``; None declines it."""
         # The cheap checks first: every other request passes here too.
         if environ["REQUEST_METHOD"] != "POST" or not settings.HTTP_FAST_PATH:
             return None
@@ -152,7 +312,7 @@ class FastPath:
             return None
         routes = self.routes()
         match = routes.pattern.fullmatch(environ["PATH_INFO"])
-        if match is None or "HTTP_AUTHORIZATION" not in environ:
+        if match is None or "HTTP_AUTHORIZATION" not in environ or routes.broken:
             return None
         try:
             request, values = self._happy_request(routes, match[2], match[1], environ, body)
@@ -171,12 +331,11 @@ class FastPath:
         request._body = body  # the stream stays unread for Django, should it answer
         try:
             path_id(thread_id, _Declined)  # the API's rule; Django answers 404 otherwise
-            # A Host ALLOWED_HOSTS refuses (DisallowedHost) is left to Django, whatever it
-            # answers (its /v1 chain never asks for the host itself).
-            request.get_host()
+            # A Host ALLOWED_HOSTS refuses is left to Django (its /v1 chain never asks).
+            if not _host_allowed(routes, request):
+                raise _Declined()
             if settings.SECURE_SSL_REDIRECT and not request.is_secure():
                 raise _Declined()
-            temporal = api.create_temporal_response(request)
             # ninja's own body model, resolved as Operation._get_values resolves it for the
             # view: the body parsed by the API's parser and validated ({"payload": ...}).
             # The path model's one field, thread_id: str, would give the matched str back.
@@ -185,48 +344,42 @@ class FastPath:
                 values["key"] = views.idempotency_key(environ.get("HTTP_IDEMPOTENCY_KEY"))
         except Exception as exc:
             raise _Declined() from exc
-        values["response"] = temporal
         return request, values
 
     def _serve(
         self, routes: _Routes, kind: str, thread_id: str, request: WSGIRequest, values: dict[str, Any]
     ) -> Answer | None:
         """Authenticate, call the domain and answer; None when declined before any write."""
-        # As Django's WSGIHandler: request_started before any database use (a stale
-        # connection is closed), request_finished once answered (PostgreSQL's pooled
-        # connection goes back to the pool).
-        signals.request_started.send(sender=WSGIHandler, environ=request.environ)
+        # As Django's WSGIHandler: request_started's work before any database use (a
+        # stale connection is closed), request_finished's once answered.
+        _upkeep(signals.request_started, _STARTED_KEYS, False, request.environ)
         try:
             answered = self._respond(routes, kind, thread_id, request, values)
-            if answered is not None:
-                request._fast_response = answered  # type: ignore[attr-defined]
-                # The API chain's middleware, as the view's response would pass it.
-                response = cast(HttpResponse, routes.chain(request))
-        except BaseException:
-            _finish(request)
-            raise
-        if answered is None:
-            _finish(request)
-            return None
-        if response.status_code >= 400:
-            log_response(
-                "%s: %s", response.reason_phrase, request.path, response=response, request=request
-            )
-        response._handler_class = WSGIHandler  # type: ignore[attr-defined]
-        response._resource_closers.append(request.close)  # type: ignore[attr-defined]
-        try:
-            # What WSGIHandler hands start_response, and the body it iterates.
-            headers = [
-                *response.items(),
-                *(("Set-Cookie", c.output(header="")) for c in response.cookies.values()),
-            ]
-            return response.status_code, headers, b"".join(response)
+            if isinstance(answered, HttpResponseBase):
+                return _django_answer(routes, request, answered)
+            if answered is None:
+                return None
+            status, data, replayed = answered
+            content = api.renderer.render(request, data, response_status=status).encode()
+            secure = request.is_secure()
+            try:
+                headers = routes.headers.make(request, status, replayed, secure, len(content))
+            except LookupError:
+                logger.exception("HTTP fast path off: the API middleware's headers are not fixed")
+                routes.broken = True
+                response = HttpResponse(content, status=status, content_type=api.get_content_type())
+                if replayed:
+                    response["Idempotent-Replayed"] = "true"
+                return _django_answer(routes, request, response)
+            return status, headers, content
         finally:
-            response.close()  # sends request_finished
+            _upkeep(signals.request_finished, _FINISHED_KEYS, True, None)
 
     def _respond(
         self, routes: _Routes, kind: str, thread_id: str, request: WSGIRequest, values: dict[str, Any]
-    ) -> HttpResponseBase | None:
+    ) -> tuple[int, dict[str, Any], bool] | HttpResponseBase | None:
+        """(status, body dict, replayed) of the happy path; None when declined before any
+        write; ninja's error response for anything raised after it."""
         operation = routes.operations[kind]
         try:
             key = operation.auth_callbacks[0](request)  # ApiKeyAuth: the key, counted
@@ -235,7 +388,6 @@ class FastPath:
         if not key:
             return None
         request.auth = key  # type: ignore[attr-defined]
-        temporal: HttpResponse = values["response"]
         try:
             if kind == "messages":
                 try:
@@ -247,24 +399,39 @@ class FastPath:
                     )
                 except _BEFORE_ANY_WRITE:
                     return None
-                result: Any = views.append_answer(appended, temporal)
-            else:
-                try:
-                    result = views.prepare_answer(
-                        thread_id=thread_id, project=request_project(request), payload=values["payload"]
-                    )
-                except ThreadNotFound:
-                    return None
-            return operation._result_to_response(request, result, temporal)
+                data, replayed = views.append_body(appended)
+                return 201, data, replayed
+            try:
+                data = views.prepare_answer(
+                    thread_id=thread_id, project=request_project(request), payload=values["payload"]
+                )
+            except ThreadNotFound:
+                return None
+            return 200, data, False
         except Exception as exc:
             # After the write (or a failure ninja answers itself): what the view would
             # answer, through the same exception handlers.
             return api.on_exception(request, exc)
 
 
-def _finish(request: WSGIRequest) -> None:
-    request.close()
-    signals.request_finished.send(sender=WSGIHandler)
+def _django_answer(routes: _Routes, request: WSGIRequest, answered: HttpResponseBase) -> Answer:
+    """``answered`` (ninja's error response, after an append committed) through the API
+    middleware chain, logged as Django logs a 4xx/5xx, as WSGIHandler sends it."""
+    request._fast_response = answered  # type: ignore[attr-defined]
+    response = cast(HttpResponse, routes.chain(request))
+    if response.status_code >= 400:
+        log_response("%s: %s", response.reason_phrase, request.path, response=response, request=request)
+    try:
+        headers = [
+            *response.items(),
+            *(("Set-Cookie", c.output(header="")) for c in response.cookies.values()),
+        ]
+        return response.status_code, _encode_headers(headers), b"".join(response)
+    finally:
+        # request_finished follows in _serve; the response's own closers only.
+        for closer in response._resource_closers:  # type: ignore[attr-defined]
+            closer()
+        request.close()
 
 
 fast_path = FastPath()

@@ -33,9 +33,8 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 Response = tuple[int, list[tuple[bytes, bytes]], bytes]
-# A response as a fast handler gives it: status, WSGI headers (str pairs), body.
-FastAnswer = tuple[int, list[tuple[str, str]], bytes]
-FastHandler = Callable[[dict[str, Any], bytes], "FastAnswer | None"]
+# A fast handler gives a Response (headers encoded as _encode encodes WSGI's) or None.
+FastHandler = Callable[[dict[str, Any], bytes], "Response | None"]
 
 
 class PooledWsgi:
@@ -84,7 +83,7 @@ class PooledWsgi:
         if self.fast is not None:
             answer = self.fast(environ, body)
             if answer is not None:
-                return answer[0], _encode(answer[1]), answer[2]
+                return answer
         started: list[Any] = []
         written: list[bytes] = []
 

@@ -152,14 +152,21 @@ def append_store(
     )
 
 
-def append_answer(appended: AppendResult, response: HttpResponse) -> Status[dict[str, Any]]:
+def append_body(appended: AppendResult) -> tuple[dict[str, Any], bool]:
     """POST .../messages, its second half: the auto-compaction the stored ``appended``
-    tripped (compaction.compact_appended), then the 201 body; a replay is marked on
-    ``response`` (``Idempotent-Replayed: true``)."""
+    tripped (compaction.compact_appended), then the 201 body and whether it replays an
+    earlier append (``Idempotent-Replayed: true``); what append_answer and
+    memoryapp.fastpath both call."""
     result = compaction.compact_appended(appended)
-    if result.replayed:
+    return serializers.append_to_dict(result), result.replayed
+
+
+def append_answer(appended: AppendResult, response: HttpResponse) -> Status[dict[str, Any]]:
+    """append_body as the view answers it: a replay is marked on ``response``."""
+    body, replayed = append_body(appended)
+    if replayed:
         response["Idempotent-Replayed"] = "true"
-    return Status(201, serializers.append_to_dict(result))
+    return Status(201, body)
 
 
 @router.post(
