@@ -70,7 +70,7 @@ from memoryapp.api import working as views
 from memoryapp.api.auth import request_project
 from memoryapp.errors import IdempotencyConflict, InvalidInput, ThreadNotFound
 from memoryapp.middleware import _ChainHandler
-from memoryapp.validation import path_id
+from memoryapp.validation import UUID_PATTERN
 
 logger = logging.getLogger(__name__)
 
@@ -165,8 +165,9 @@ class _Routes:
         head, _, tail = paths["messages"].partition(placeholder)
         if not (head and tail == "/messages" and paths["prepare"] == f"{head}{placeholder}/prepare"):
             raise LookupError(f"unexpected routes {paths}")
-        # A path segment, as Django's <thread_id> (str converter) takes it.
-        self.pattern = re.compile(re.escape(head) + "([^/]+)/(messages|prepare)")
+        # The thread id segment as path_id accepts it (the API's rule: UUID_PATTERN, the
+        # canonical form); any other segment is declined, and Django answers 404.
+        self.pattern = re.compile(re.escape(head) + f"({UUID_PATTERN[1:-1]})/(messages|prepare)")
         self.chain = _ResponseChain(list(settings.API_MIDDLEWARE))._middleware_chain
         self.headers = _Headers(self.chain)
         self.broken = False  # the API middleware's headers are not fixed: decline all
@@ -178,7 +179,8 @@ class _Routes:
 
 def _body_model(operation: Operation) -> type[BodyModel]:
     """ninja's model of ``operation``'s body, checked to be all it reads besides the
-    ``thread_id: str`` path parameter (_happy_request parses only the body)."""
+    ``thread_id: str`` path parameter (_happy_request parses only the body), and to read
+    the whole body as its one field ``payload`` (what _payload relies on)."""
     path, body = operation.models
     field = path.model_fields.get("thread_id")
     if not (
@@ -189,9 +191,23 @@ def _body_model(operation: Operation) -> type[BodyModel]:
         and not field.metadata
         and issubclass(body, BodyModel)
         and list(body.model_fields) == ["payload"]
+        and getattr(body, "__read_from_single_attr__", None) == "payload"
+        and not getattr(body, "__ninja_flatten_map__", None)
     ):
         raise LookupError(f"unexpected parameters {operation.models}")
     return body
+
+
+def _payload(model: type[BodyModel], request: WSGIRequest, body: bytes) -> Any:
+    """The view's ``payload``, as ninja's ``model.resolve`` gives it to the view
+    (Operation._get_values): the body parsed by the API's parser (memoryapp.http_errors)
+    and validated as ``{"payload": ...}`` with the request as context; no body is the
+    model's default. Raises what the parser or pydantic raises. The path model's one
+    field, thread_id: str, would give the matched str back, so it is not run."""
+    if not body:
+        return model().payload  # type: ignore[attr-defined]
+    data = {"payload": api.parser.parse_body(request)}
+    return model.model_validate(data, context={"request": request}).payload  # type: ignore[attr-defined]
 
 
 def _operation(path: str, view: Callable[..., Any]) -> Operation:
@@ -330,16 +346,12 @@ class FastPath:
         request = WSGIRequest(environ)
         request._body = body  # the stream stays unread for Django, should it answer
         try:
-            path_id(thread_id, _Declined)  # the API's rule; Django answers 404 otherwise
             # A Host ALLOWED_HOSTS refuses is left to Django (its /v1 chain never asks).
             if not _host_allowed(routes, request):
                 raise _Declined()
             if settings.SECURE_SSL_REDIRECT and not request.is_secure():
                 raise _Declined()
-            # ninja's own body model, resolved as Operation._get_values resolves it for the
-            # view: the body parsed by the API's parser and validated ({"payload": ...}).
-            # The path model's one field, thread_id: str, would give the matched str back.
-            values: dict[str, Any] = dict(routes.bodies[kind].resolve(request, api, {}))
+            values: dict[str, Any] = {"payload": _payload(routes.bodies[kind], request, body)}
             if kind == "messages":
                 values["key"] = views.idempotency_key(environ.get("HTTP_IDEMPOTENCY_KEY"))
         except Exception as exc:
