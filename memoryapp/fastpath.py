@@ -56,7 +56,6 @@ from django.core.handlers.base import reset_urlconf
 from django.core.handlers.wsgi import WSGIHandler, WSGIRequest
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections, reset_queries
 from django.dispatch import Signal
-from django.dispatch.dispatcher import NONE_ID, _make_id
 from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.urls import get_script_prefix, resolve, reverse
@@ -168,7 +167,11 @@ class _Routes:
         # The thread id segment as path_id accepts it (the API's rule: UUID_PATTERN, the
         # canonical form); any other segment is declined, and Django answers 404.
         self.pattern = re.compile(re.escape(head) + f"({UUID_PATTERN[1:-1]})/(messages|prepare)")
-        self.chain = _ResponseChain(list(settings.API_MIDDLEWARE))._middleware_chain
+        # Synchronous middleware only (settings.API_MIDDLEWARE): the chain returns responses.
+        self.chain = cast(
+            Callable[[HttpRequest], HttpResponseBase],
+            _ResponseChain(list(settings.API_MIDDLEWARE))._middleware_chain,
+        )
         self.headers = _Headers(self.chain)
         self.broken = False  # the API middleware's headers are not fixed: decline all
         # (raw Host, X-Forwarded-Host) -> whether request.get_host() accepts it, under
@@ -205,7 +208,7 @@ def _payload(model: type[BodyModel], request: WSGIRequest, body: bytes) -> Any:
     model's default. Raises what the parser or pydantic raises. The path model's one
     field, thread_id: str, would give the matched str back, so it is not run."""
     if not body:
-        return model().payload  # type: ignore[attr-defined]
+        return model().payload  # type: ignore[call-arg,attr-defined]
     data = {"payload": api.parser.parse_body(request)}
     return model.model_validate(data, context={"request": request}).payload  # type: ignore[attr-defined]
 
@@ -248,9 +251,10 @@ def _get_host_ok(request: WSGIRequest) -> bool:
 
 
 # Django's own receivers of its request signals (django.db, django.core.cache,
-# django.core.handlers.base), as Signal.receivers keys them.
-_STARTED_KEYS = [(_make_id(f), NONE_ID) for f in (reset_queries, close_old_connections)]
-_FINISHED_KEYS = [(_make_id(f), NONE_ID) for f in (close_old_connections, close_caches, reset_urlconf)]
+# django.core.handlers.base), as Signal.receivers keys a function connected for any
+# sender: (id of the function, id of None).
+_STARTED_KEYS = [(id(f), id(None)) for f in (reset_queries, close_old_connections)]
+_FINISHED_KEYS = [(id(f), id(None)) for f in (close_old_connections, close_caches, reset_urlconf)]
 
 
 def _upkeep(signal: Signal, keys: list[tuple[Any, Any]], finished: bool, environ: dict[str, Any] | None) -> None:

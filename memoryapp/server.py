@@ -1,4 +1,5 @@
-"""uvicorn's HTTP protocol with a read timeout on the request head (``./dev serve --http``).
+"""uvicorn's HTTP protocol with a read timeout on the request head (``./dev serve --http``),
+sending each response's head and body in one socket write (``_HeldWrites``).
 
 uvicorn closes a keep-alive connection that stays idle after a response
 (``--timeout-keep-alive``), but a connection that sends nothing at all, or sends part of a
@@ -12,8 +13,59 @@ from __future__ import annotations
 
 import asyncio
 import os
+from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+
+class _HeldWrites:
+    """The connection's transport, with each write held until the next one or the end of
+    the event loop's current iteration, whichever comes first, so a response's head and
+    body leave in one socket write (issue 11).
+
+    uvicorn writes the status line and headers, then the body, separately: two send()
+    calls, and on loopback the client is woken for each. The order of bytes is kept
+    (every write, close, writelines and write_eof sends what is held first), and nothing
+    waits past the iteration that wrote it (``loop.call_soon``). Everything else is the
+    transport's own (``__getattr__``).
+    """
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self.transport, self.loop = transport, loop
+        self.held: bytes | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        """Hold ``data``, or send it after what is held."""
+        held = self.held
+        if held is None:
+            self.held = bytes(data)
+            self.loop.call_soon(self.flush)
+        else:
+            self.held = None
+            self.transport.write(held + bytes(data))
+
+    def flush(self) -> None:
+        """Send what is held, if anything."""
+        held = self.held
+        if held is not None:
+            self.held = None
+            if not self.transport.is_closing():
+                self.transport.write(held)
+
+    def writelines(self, lines: Any) -> None:
+        self.flush()
+        self.transport.writelines(lines)
+
+    def write_eof(self) -> None:
+        self.flush()
+        self.transport.write_eof()
+
+    def close(self) -> None:
+        self.flush()
+        self.transport.close()
 
 
 def _read_timeout() -> float:
@@ -37,7 +89,9 @@ class HttpProtocol(HttpToolsProtocol):
     read_timeout: float = 0.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        # Every write of the connection goes through _HeldWrites (uvicorn's protocol and
+        # each request's cycle hold this transport), so the bytes keep their order.
+        super().connection_made(_HeldWrites(transport, self.loop))  # type: ignore[arg-type]
         self.read_timeout = _read_timeout()
         self._head_begins()
 

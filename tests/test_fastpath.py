@@ -472,3 +472,125 @@ def test_it_declines_when_turned_off_or_before_looking_at_the_key(
     assert fast_path(environ, bad) is None
     assert RATE_COUNTED not in environ  # refused before the key was counted: Django counts it
     assert Message.objects.count() == 0
+
+
+# --- what the lean path leaves out -------------------------------------------------------------
+
+PREPARE_BODIES = [
+    {"threadId": "t", "dataset": "d", "messages": [], "messageCount": 0, "truncated": False, "compacted": False},
+    {
+        "threadId": "t",
+        "dataset": "d é",
+        "messages": [
+            {"role": "system", "content": "Summary: \u2028 \"quoted\" \\ ok"},
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "content": "",
+                "toolCall": {"id": "c1", "name": "recall", "arguments": {"q": "x", "n": 2.5, "deep": [1, None]}},
+            },
+            {"role": "tool", "content": "[]", "toolResult": {"id": "c1", "name": "recall", "isError": False}},
+        ],
+        "messageCount": 3,
+        "truncated": True,
+        "compacted": True,
+        "warning": "The thread is past its compaction threshold",
+    },
+]
+APPEND_BODY = {
+    "messageId": str(uuid.UUID(int=1)),
+    "threadId": str(uuid.UUID(int=2)),
+    "sequenceNumber": 7,
+    "role": "user",
+    "createdAt": "2026-08-16T08:00:00.000Z",
+    "compacted": False,
+}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("kind", "status", "body"),
+    [("prepare", 200, b) for b in PREPARE_BODIES] + [("messages", 201, APPEND_BODY)],
+)
+def test_the_serializers_dicts_render_as_the_response_schema_does(kind: str, status: int, body: dict[str, Any]) -> None:
+    """The fast path renders memoryapp.serializers' dicts without ninja's validation
+    through the response schema: the bytes must be the same (field order, left-out
+    optional fields, nested tool calls)."""
+    from django.core.handlers.wsgi import WSGIRequest
+    from django.http import HttpResponse
+    from ninja import Status
+
+    from memoryapp.api import api
+
+    routes = fast_path.routes()
+    request = WSGIRequest(_environ(f"{BASE}/threads/{uuid.UUID(int=2)}/{kind}", b"", "k"))
+    temporal = api.create_temporal_response(request)
+    through_schema = routes.operations[kind]._result_to_response(request, Status(status, body), temporal)
+    assert isinstance(through_schema, HttpResponse)
+    assert through_schema.content == api.renderer.render(request, body, response_status=status).encode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_sends_the_request_signals_when_anything_else_listens(settings: Any, clock: Clock) -> None:
+    """Django's own receivers are called directly; another receiver means the signals
+    are sent as Django sends them, so it hears every request the fast path serves."""
+    heard: list[str] = []
+
+    def started(sender: Any, environ: dict[str, Any], **kwargs: Any) -> None:
+        heard.append(f"started {environ['PATH_INFO'].rsplit('/', 1)[1]}")
+
+    def finished(sender: Any, **kwargs: Any) -> None:
+        heard.append("finished")
+
+    from memoryapp import fastpath
+
+    # Alone, Django's receivers are what the fast path calls directly.
+    assert [r[0] for r in signals.request_started.receivers] == fastpath._STARTED_KEYS
+    assert [r[0] for r in signals.request_finished.receivers] == fastpath._FINISHED_KEYS
+    side = Side.make("signals")
+    signals.request_started.connect(started)
+    signals.request_finished.connect(finished)
+    try:
+        for route in ("messages", "prepare"):
+            method, path, body, headers = _post(route, HI if route == "messages" else None)(side)
+            status, _, _ = call(method, path, body, headers)
+            assert status in (200, 201)
+    finally:
+        signals.request_started.disconnect(started)
+        signals.request_finished.disconnect(finished)
+    assert heard == ["started messages", "finished", "started prepare", "finished"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_returns_the_connection_it_used_after_each_request(clock: Clock, django_entered: list[str]) -> None:
+    """request_finished's work, done directly: the pool thread's connection is closed when
+    obsolete (CONN_MAX_AGE; PostgreSQL's pool takes it back), as close_old_connections does."""
+    from memoryapp.wsgipool import PooledWsgi
+
+    side = Side.make("upkeep")
+    closed: list[str] = []
+    pooled: PooledWsgi = asgi._pooled_http
+
+    def obsolete(environ: dict[str, Any], body: bytes) -> Any:
+        connection.close_at = 0.0  # past its age: the next upkeep closes it
+        original = connection.close
+
+        def close() -> None:
+            closed.append("closed")
+            original()
+
+        connection.close = close  # type: ignore[method-assign]
+        try:
+            return fast_path(environ, body)
+        finally:
+            del connection.close
+
+    original_fast = pooled.fast
+    pooled.fast = obsolete
+    try:
+        method, path, body, headers = _post("prepare")(side)
+        status, _, _ = call(method, path, body, headers)
+    finally:
+        pooled.fast = original_fast
+    assert status == 200 and not django_entered
+    assert closed  # request_started's check already found it past its age
