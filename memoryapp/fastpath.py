@@ -252,12 +252,13 @@ def _get_host_ok(request: WSGIRequest) -> bool:
 
 # Django's own receivers of its request signals (django.db, django.core.cache,
 # django.core.handlers.base), as Signal.receivers keys a function connected for any
-# sender: (id of the function, id of None).
-_STARTED_KEYS = [(id(f), id(None)) for f in (reset_queries, close_old_connections)]
-_FINISHED_KEYS = [(id(f), id(None)) for f in (close_old_connections, close_caches, reset_urlconf)]
+# sender: (id of the function, id of None). In any order (the test client disconnects
+# and connects close_old_connections again); their work does not depend on it.
+_STARTED_KEYS = frozenset((id(f), id(None)) for f in (reset_queries, close_old_connections))
+_FINISHED_KEYS = frozenset((id(f), id(None)) for f in (close_old_connections, close_caches, reset_urlconf))
 
 
-def _upkeep(signal: Signal, keys: list[tuple[Any, Any]], finished: bool, environ: dict[str, Any] | None) -> None:
+def _upkeep(signal: Signal, keys: frozenset[tuple[int, int]], finished: bool, environ: dict[str, Any] | None) -> None:
     """What WSGIHandler's ``signal`` (request_started, or request_finished when
     ``finished``) does: its receivers' work, done directly when they are exactly Django's
     own (``keys``), else the signal sent as Django sends it.
@@ -271,7 +272,7 @@ def _upkeep(signal: Signal, keys: list[tuple[Any, Any]], finished: bool, environ
     Redis, database) is left out, and so is the URL conf's reset: nothing here sets it,
     and Django's handler resets it at the end of each request it serves.
     """
-    if [r[0] for r in signal.receivers] != keys:
+    if {r[0] for r in signal.receivers} != keys:
         if finished:
             signal.send(sender=WSGIHandler)
         else:

@@ -545,8 +545,8 @@ def test_it_sends_the_request_signals_when_anything_else_listens(settings: Any, 
     from memoryapp import fastpath
 
     # Alone, Django's receivers are what the fast path calls directly.
-    assert [r[0] for r in signals.request_started.receivers] == fastpath._STARTED_KEYS
-    assert [r[0] for r in signals.request_finished.receivers] == fastpath._FINISHED_KEYS
+    assert {r[0] for r in signals.request_started.receivers} == fastpath._STARTED_KEYS
+    assert {r[0] for r in signals.request_finished.receivers} == fastpath._FINISHED_KEYS
     side = Side.make("signals")
     signals.request_started.connect(started)
     signals.request_finished.connect(finished)
