@@ -285,4 +285,6 @@ def test_it_numbers_parallel_appends_from_several_processes_on_one_sqlite_file(
     env["SQLITE_PATH"] = str(connection.settings_dict["NAME"])
 
     run_processes(secret, thread_id, env, 4, 70)
-    assert sql.search_index_backlog() == 280 - 256  # the rows above the last catch-up
+    # At most the rows above 256 wait: the catch-up at 256 runs after its commit while the
+    # others go on appending, so it may index some of them too (more under load).
+    assert sql.search_index_backlog() <= 280 - 256
