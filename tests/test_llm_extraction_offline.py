@@ -907,11 +907,16 @@ def test_a_pronoun_stands_for_a_noun_never_for_a_stance_or_a_state(
                 ("user", "cousin", "Ben", "Ben is the user's cousin."),
             ],
         ),
-        # A part that states no fact of its own stays with the one that does (else it is lost).
+        # A clause whose subject is someone named states a fact about them.
         (
             "I'm a nurse and Priya is a teacher.",
-            [("user", "job", "nurse", "The user is a nurse and Priya is a teacher.")],
+            [("user", "job", "nurse", "The user is a nurse."), ("Priya", "job", "teacher", "Priya is a teacher.")],
         ),
+        (
+            "Mark is a nurse and Priya is a teacher.",
+            [("Mark", "job", "nurse", "Mark is a nurse."), ("Priya", "job", "teacher", "Priya is a teacher.")],
+        ),
+        # A part that states no fact of its own stays with the one that does (else it is lost).
         (
             "Our one-year-old is so cute, his name is Kyle!",
             [("user", "", "", "The user's one-year-old is so cute, his name is Kyle!")],
@@ -933,4 +938,76 @@ def test_clauses_split_before_a_subject_of_its_own_when_both_parts_state_a_fact(
     assert clauses("Lily is 8 and Tom just turned 5.") == ["Lily is 8", "Tom just turned 5."]
     assert clauses("Lily is 8 but Tom is my son.") == ["Lily is 8", "Tom is my son."]
     assert clauses("Tom and Lily are 5.") == ["Tom and Lily are 5."]
-    assert clauses("Mark is a nurse and Priya is a teacher.") == ["Mark is a nurse and Priya is a teacher."]
+    assert clauses("Mark is a nurse and Priya is a teacher.") == ["Mark is a nurse", "Priya is a teacher."]
+    assert clauses("Mark is so kind and Priya is a teacher.") == ["Mark is so kind and Priya is a teacher."]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("Priya works at Acme Corp.", [("Priya", "works at", "Acme Corp", "Priya works at Acme Corp.")]),
+        ("Priya quit her job.", [("Priya", "job", "quit", "Priya quit her job.")]),
+        ("Mara: Tomas lives in Oslo now.", [("Tomas", "lives in", "Oslo", "Tomas lives in Oslo now.")]),
+        ("Lily just turned 8, she's so big now.", [("Lily", "age", "8", "Lily just turned 8, she's so big now.")]),
+        # Not a person's fact: a place, a pronoun, a clause with no pattern.
+        ("Paris is a lovely city.", []),
+        ("We've moved to Bath.", [("user", "lives in", "Bath", "The user and others have moved to Bath.")]),
+        ("Mark is so kind to everyone.", []),
+    ],
+)
+def test_a_clause_whose_subject_is_someone_named_states_a_fact_about_them(
+    content: str, expected: list[tuple[str, str, str, str]]
+) -> None:
+    episode = extract_episode([_m(1, content)])
+    assert [(f.subject, f.attribute, f.value, f.text) for f in episode.facts] == expected
+
+
+def test_someone_elses_job_is_single_valued_for_them_and_leaves_the_users_alone(
+    project: Project, clock: Clock
+) -> None:
+    _told(project, clock, "2026-03-02T10:00:00Z", "I'm a nurse and Priya is a teacher.")
+    _told(project, clock, "2026-08-16T09:00:00Z", "Priya is a lawyer now.")
+    facts, _ = semantic.fact_list(project=project, dataset="changes")
+    assert sorted((f.subject.name, f.text) for f in facts) == [
+        ("Priya", "Priya is a lawyer now."),
+        ("user", "The user is a nurse."),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (
+            "We have two kids, Lily and Tom.",
+            [("kid", "Lily", "Lily is one of the user's two kids."), ("kid", "Tom", "Tom is one of the user's two kids.")],
+        ),
+        (
+            "Our two kids, Lily and Tom, are great.",
+            [
+                ("kid", "Lily", "Lily is one of the user's two kids."),
+                ("kid", "Tom", "Tom is one of the user's two kids."),
+                ("", "", "The user's two kids, Lily and Tom, are great."),
+            ],
+        ),
+        (
+            "My sisters are Ana, Bea and Cleo.",
+            [
+                ("sister", "Ana", "Ana is one of the user's sisters."),
+                ("sister", "Bea", "Bea is one of the user's sisters."),
+                ("sister", "Cleo", "Cleo is one of the user's sisters."),
+            ],
+        ),
+        (
+            "I have two cats named Miso and Tofu.",
+            [("cat", "Miso", "Miso is one of the user's two cats."), ("cat", "Tofu", "Tofu is one of the user's two cats.")],
+        ),
+    ],
+)
+def test_a_group_named_with_its_members_gives_a_relation_fact_per_member(
+    content: str, expected: list[tuple[str, str, str]]
+) -> None:
+    episode = extract_episode([_m(1, content)])
+    assert [(f.attribute, f.value, f.text) for f in episode.facts] == expected
+    members = {v for _, v, _ in expected if v}
+    kinds = {e.name: e.kind for e in episode.entities}
+    assert {kinds[m] for m in members} == ({"animal"} if "cat" in content else {"person"})

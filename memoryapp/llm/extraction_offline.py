@@ -29,6 +29,13 @@ English first-person statements and nothing fitted to one data set.
   A change of state also names the other attributes it ends (ExtractedFact.retires):
   losing a job ends the employer with the title, and "I left Acme" ends both where Acme
   is the employer. Other clauses have no attribute and never contradict anything.
+- **Others' facts.** A clause whose subject is a name and a verb ("Priya is a teacher",
+  "Mark works at Acme", "Priya quit her job") is read as the speaker's own clause would
+  be ("I'm a teacher"): a pattern's fact there is about that person (single-valued per
+  person), not the speaker.
+- **Groups.** A plural relation word with its members' names ("We have two kids, Lily and
+  Tom", "my sisters are Ana and Bea") gives a relation fact per member, each stating its
+  own ("Lily is one of the user's two kids.").
   Discourse markers and interjections that open a clause ("Big news:", "Well, honestly,",
   "Guess what,") are not part of its fact.
 - **Clauses.** A sentence is split before each new first-person clause and before each
@@ -837,8 +844,9 @@ def _own_subjects(clause: str) -> list[str]:
 
 
 def _states(clause: str) -> bool:
-    """Whether ``clause`` states a fact on its own: of its speaker or someone's age."""
-    return _is_statement(clause) or _tells_age(clause)
+    """Whether ``clause`` states a fact on its own: of its speaker, of someone it names
+    (_of_someone: "Priya is a teacher") or someone's age."""
+    return _is_statement(clause) or _tells_age(clause) or _of_someone(clause, "") is not None
 
 
 # Talk about the conversation, not about the speaker: "I was wondering if ...", "I think
@@ -1379,13 +1387,22 @@ def _outward(clause: str, match: re.Match[str]) -> bool:
     """Whether the pronoun ``match`` needs a referent outside its clause: not a dummy
     "it", and no noun phrase before it in the clause."""
     before, after = clause[: match.start()], clause[match.end() :]
+    opening = _OPENING_NAME.match(before)
+    if opening and opening.group("name").split()[0].lower().split("'")[0] in _NOT_NAMES:
+        opening = None
     if match.group(0).lower() == "it" and (
         not before.strip()
         or _DUMMY_IT_AFTER.match(after)
         or (_DUMMY_IT_BEFORE.search(before) and _DUMMY_IT_MADE.match(after))
     ):
         return False
+    if match.group(0).lower() in _PERSON_PRONOUNS and opening:
+        return False  # "Lily turned 8, she's so big", "Priya quit her job"
     return not _PHRASE_BEFORE.search(before)
+
+
+# A name that opens a clause, a person a later "he" or "her" there can stand for.
+_OPENING_NAME = re.compile(rf"^(?!I\b|I')(?P<name>{_NAME})(?=\s|'s\b)")
 
 
 def _as_pronoun(word: str, after: str, name: str) -> str:
@@ -1468,6 +1485,153 @@ def _ages(clause: str, speaker: str) -> list[tuple[str, str]]:
     return out
 
 
+# --- the members of a group the speaker names -------------------------------------------
+
+
+def _plural(word: str) -> str:
+    """The plural of a relation or pet word: kid -> kids, child -> children, puppy ->
+    puppies, fish -> fish."""
+    if word == "child":
+        return "children"
+    if word == "fish":
+        return word
+    if re.search(r"[^aeiou]y$", word):
+        return word[:-1] + "ies"
+    if re.search(r"(?:s|sh|ch|x|z)$", word):
+        return word + "es"
+    return word + "s"
+
+
+_SINGULAR = {_plural(w): w for w in _RELATIONS_MULTI + _PETS}
+_COUNT = r"(?:two|three|four|five|six|seven|eight|nine|ten|\d{1,2}|a couple of|twin)"
+# "We have two kids, Lily and Tom", "our kids Lily and Tom", "my sisters are Ana and Bea":
+# a plural relation word and the names of its members.
+_MEMBERS = re.compile(
+    rf"\b(?i:(?:my|our|(?:I|we)(?:'ve got| have got| have| had| got))\s+(?:(?P<count>{_COUNT})\s+)?"
+    rf"{_ADJ}(?P<attr>{'|'.join(sorted(_SINGULAR, key=len, reverse=True))}))"
+    rf"(?:,\s*|\s+(?i:are|were|named|called)\s+|\s+)"
+    rf"(?P<names>{_NAME}(?:,\s*{_NAME})*,?\s+(?i:and|&)\s+{_NAME})\b"
+)
+
+
+def _member_facts(clause: str, speaker: str, sequence: int) -> list[_Found]:
+    """One relation fact per member of a group the speaker names with its members ("We
+    have two kids, Lily and Tom": kid Lily, kid Tom), each stating its own member ("Lily
+    is one of the user's two kids."); [] when ``clause`` names no such group."""
+    match = _MEMBERS.search(clause)
+    if match is None:
+        return []
+    plural = match.group("attr").lower()
+    attribute = _relation_attribute(_SINGULAR[plural])
+    kind = "animal" if _SINGULAR[plural] in _PETS else "person"
+    owner = "the user" if speaker == USER else speaker
+    count = f"{match.group('count').lower()} " if match.group("count") else ""
+    names = [n for n in re.split(r",\s*(?:(?:and|&)\s+)?|\s+(?:and|&)\s+", match.group("names")) if n]
+    return [
+        _Found(
+            text=f"{name} is one of {owner}'s {count}{plural}.",
+            subject=speaker,
+            attribute=attribute,
+            value=name,
+            single=False,
+            entities=[(speaker, "person"), (name, kind)],
+            tentative=set(),
+            sequence=sequence,
+            weight=_weight(clause, attribute, []),
+        )
+        for name in names
+        if name.split()[0].lower() not in _NOT_NAMES
+    ]
+
+
+# --- facts about someone the clause names ------------------------------------------------
+
+# A clause whose subject is a name and a verb ("Priya is a teacher", "Mark works at Acme",
+# "Priya quit her job"): read as the speaker's own clause would be ("I'm a teacher"), its
+# fact is about that person.
+_NAMED_SUBJECT = re.compile(
+    rf"^(?!I\b|I')(?P<name>{_NAME})(?P<adv>(?: (?:now|currently|still|also|just|recently|finally))*)"
+    r"(?P<verb>'s|\s+[a-z]+)\b(?!')"
+)
+# Words after a name that are no verb: the name is not the clause's subject alone.
+_NOT_VERBS = frozenset(_words("and or but nor with who which that whose when while where if as"))
+# Attributes of someone else a clause gives elsewhere: an age (_ages), a name.
+_NOT_OF_SOMEONE = frozenset(["", "age", "name"])
+
+
+def _first_person_verb(verb: str) -> str:
+    """The first person of a third-person verb: "is" -> "am", "works" -> "work",
+    "studies" -> "study", "teaches" -> "teach"; a past tense stays as it is."""
+    irregular = {"'s": "'m", "is": "am", "has": "have", "does": "do", "goes": "go", "was": "was"}
+    if verb in irregular:
+        return irregular[verb]
+    if re.search(r"[^aeiou]ies$", verb):
+        return verb[:-3] + "y"
+    if re.search(r"(?:sh|ch|x|ss|z|o)es$", verb):
+        return verb[:-2]
+    if verb.endswith("s") and not verb.endswith(("ss", "us", "is")):
+        return verb[:-1]
+    return verb
+
+
+def _of_someone(clause: str, speaker: str) -> tuple[str, str, str, bool, str, tuple[str, ...], str] | None:
+    """``(name, attribute, value, single, kind, retires, retires_when)`` when ``clause``'s
+    subject is a person it names, not the speaker, and it says of them what a pattern
+    reads in the speaker's own clause ("Priya is a teacher" as "I'm a teacher"); None
+    otherwise (an age is _ages', a relation the speaker's)."""
+    if clause.endswith("?") or _QUESTION_START.match(clause) or _HYPOTHETICAL.match(clause):
+        return None
+    match = _NAMED_SUBJECT.match(clause)
+    if match is None:
+        return None
+    name, verb = match.group("name"), match.group("verb").strip()
+    if (
+        name.split()[0].lower().split("'")[0] in _NOT_NAMES
+        or name.casefold() == speaker.casefold()
+        or verb in _NOT_VERBS
+        or _ORGANISATION.search(name)
+        # "Mark says I drive a Golf": a pattern would read the speaker's clause.
+        or re.search(r"\b(?:I|we)\b", clause[match.end() :], re.IGNORECASE)
+    ):
+        return None
+    verb = _first_person_verb(verb)
+    joint = "" if verb.startswith("'") else " "
+    rest = re.sub(r"\b(?:his|her|their)\b", "my", clause[match.end() :], flags=re.IGNORECASE)
+    own = f"I{match.group('adv')}{joint}{verb}{rest}"
+    attribute = _matched(_PATTERNS, own)
+    if attribute is None or attribute[0] in _NOT_OF_SOMEONE:
+        return None
+    retires, when = _ending(own, attribute[0], attribute[1])
+    return name, *attribute, retires, when
+
+
+def _someone_fact(clause: str, speaker: str, text: str, sequence: int) -> _Found | None:
+    """The fact about the person ``clause`` names as its subject (_of_someone), or None."""
+    found = _of_someone(clause, speaker)
+    if found is None:
+        return None
+    name, attribute, value, single, kind, retires, when = found
+    names = [n for n in names_in(clause) if n[0].casefold() not in (name.casefold(), speaker.casefold())]
+    entities = [(name, "person")]
+    if value and kind:
+        entities.append((value, kind))
+    entities.extend((n, k) for n, k, _ in names if n.casefold() != value.casefold())
+    return _Found(
+        text=text[:MAX_FACT_CHARS],
+        subject=name,
+        attribute=attribute,
+        value=value,
+        single=single,
+        entities=[*entities, (speaker, "person")],
+        tentative=set(),
+        sequence=sequence,
+        weight=_weight(clause, attribute, names),
+        retires=retires,
+        retires_when=when,
+        speaker=speaker,
+    )
+
+
 def _clause_fact(
     clause: str, speaker: str, text: str, sequence: int, ages: list[tuple[str, str]]
 ) -> _Found:
@@ -1547,7 +1711,8 @@ def facts_in(message: TranscriptMessage, previous: str = "") -> list[_Found]:
     found: list[_Found] = []
     for clause in clauses(body):
         statement = _is_statement(clause)
-        if not statement and not _tells_age(clause):
+        someone = _of_someone(clause, speaker) is not None
+        if not statement and not someone and not _tells_age(clause):
             previous = clause
             continue
         resolved = resolve_references(clause, previous, speaker)
@@ -1557,7 +1722,16 @@ def facts_in(message: TranscriptMessage, previous: str = "") -> list[_Found]:
         clause, others = resolved
         text = resolve_dates(third_person(clause, speaker, others), message.created_at)
         ages = _ages(clause, speaker)
-        if statement:
+        other = _someone_fact(clause, speaker, text, message.sequence_number)
+        members = _member_facts(clause, speaker, message.sequence_number) if statement else []
+        if other is not None:
+            found.append(other)
+        elif members:
+            found.extend(members)
+            rest = _MEMBERS.sub("", clause)
+            if len(_WORD.findall(rest)) >= 2:  # "My kids Lily and Tom love the park"
+                found.append(_clause_fact(clause, speaker, text, message.sequence_number, ages))
+        elif statement:
             found.append(_clause_fact(clause, speaker, text, message.sequence_number, ages))
         found.extend(_age_fact(clause, speaker, text, message.sequence_number, a) for a in ages)
     return [f.restored() for f in found]
