@@ -1011,3 +1011,24 @@ def test_a_group_named_with_its_members_gives_a_relation_fact_per_member(
     members = {v for _, v, _ in expected if v}
     kinds = {e.name: e.kind for e in episode.entities}
     assert {kinds[m] for m in members} == ({"animal"} if "cat" in content else {"person"})
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("In 2019, I moved to Denver.", [("lives in", "Denver", "In 2019, the user moved to Denver.")]),
+        ("Last summer, I started a job at Acme.", [("works at", "Acme", "Last summer, the user started a job at Acme.")]),
+        (
+            "Two years ago, I quit smoking.",
+            [("stance on smoking", "stopped", "Two years ago (2024), the user quit smoking.")],
+        ),
+        ("When I was 10, I lived in Rome.", [("", "", "When the user was 10, the user lived in Rome.")]),
+        # Talk about the talk stays no fact behind an opening phrase.
+        ("Yesterday, I was wondering if you knew.", []),
+    ],
+)
+def test_a_phrase_of_time_that_opens_a_clause_stays_with_its_fact(
+    content: str, expected: list[tuple[str, str, str]]
+) -> None:
+    episode = extract_episode([_m(1, content)])
+    assert [(f.attribute, f.value, f.text) for f in episode.facts] == expected

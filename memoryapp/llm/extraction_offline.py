@@ -42,7 +42,9 @@ English first-person statements and nothing fitted to one data set.
   clause with a subject of its own joined by "and", "but", "," or ";" when both parts
   state a fact ("Lily is 8 and Tom is 5", "Mark is my brother, Priya is my sister"):
   each fact's text states its own clause only, so replacing one leaves the other's text
-  whole. A part that states no fact stays with its neighbour ("his name is Kyle").
+  whole. A part that states no fact stays with its neighbour ("his name is Kyle"), and so
+  does a phrase of time or place that opens a clause ("In 2019, I moved to Denver", "When
+  I was 10, I lived in Rome": the fact keeps its time).
 - **References.** A pronoun whose referent is not in its own clause ("I eat it every
   Friday") takes the one name the previous sentence offers: a person, a noun value, or the
   item of a stance as the sentence names it ("No more piano for me, I sold it" -> "sold
@@ -816,11 +818,46 @@ def _split_clauses(sentence: str) -> list[str]:
     joints = [m.group(0) for m in _CLAUSES.finditer(sentence)]
     out = [pieces[0]]
     for joint, piece in zip(joints, pieces[1:], strict=True):
-        if joint.strip() == "and" and _CO_SUBJECT.match(out[-1].strip()):
+        if (joint.strip() == "and" and _CO_SUBJECT.match(out[-1].strip())) or _adverbial(out[-1]):
             out[-1] += joint + piece
         else:
             out.append(piece)
     return [part for piece in out for part in _own_subjects(piece)]
+
+
+# A phrase that says when or where and is no clause ("In 2019", "Last summer", "Two years
+# ago", "Back in college"): it stays with the clause it opens.
+_ADVERBIAL = re.compile(
+    r"^(?:(?:back|early|late|way back|sometime|right)\s+)?(?:(?:in|on|at|during|after|before|"
+    r"since|by|around|over|last|this|next|that|every|until|from|for|earlier|later|when)\b"
+    r"|[\w-]+(?:\s+[\w-]+)?\s+(?:ago|later|earlier)$|(?:yesterday|today|tonight|recently|lately|"
+    r"nowadays|these days|back then|then|afterwards|eventually|originally|initially|"
+    r"at first|at the time|now)$)",
+    re.IGNORECASE,
+)
+
+
+def _adverbial(piece: str) -> bool:
+    """Whether ``piece`` (split off before a first-person clause) is a phrase of time or
+    place opening that clause ("In 2019, I moved to Denver"): a few words, no first
+    person of its own; or a clause of time or reason leaning on it ("When I was 10")."""
+    words = piece.split()
+    if _SUBORDINATE.match(piece.strip()):
+        return 0 < len(words) <= 10
+    return 0 < len(words) <= 6 and not _FIRST_PERSON.search(piece) and bool(_ADVERBIAL.match(piece.strip()))
+
+
+# A clause that says when or why and leans on the next ("When I was 10, I lived in Rome").
+_SUBORDINATE = re.compile(
+    r"^(?:when|whenever|after|before|since|while|once|until|because|as soon as)\s+(?:I|we|my|our)\b",
+    re.IGNORECASE,
+)
+
+
+def _core(clause: str) -> str:
+    """``clause`` without a phrase of time or place that opens it ("In 2019, I ...")."""
+    head, comma, rest = clause.partition(", ")
+    return rest if comma and rest and _adverbial(head) else clause
 
 
 def _own_subjects(clause: str) -> list[str]:
@@ -876,13 +913,14 @@ def _is_statement(clause: str) -> bool:
     """Whether ``clause`` states something of the speaker: first person, not a question,
     a hypothetical or talk about the talk (_META); a short one ("I'm vegan.", "I'm
     Daniel.") only if a pattern reads an attribute in it."""
-    if clause.endswith("?") or _QUESTION_START.match(clause) or _HYPOTHETICAL.match(clause):
+    core = _core(clause)
+    if clause.endswith("?") or _QUESTION_START.match(core) or _HYPOTHETICAL.match(core):
         return False
-    if _META.match(clause) or not _FIRST_PERSON.search(clause):
+    if _META.match(core) or not _FIRST_PERSON.search(clause):
         return False
     return (
         len(_WORD.findall(clause)) >= MIN_FACT_WORDS
-        or bool(_IDENTITY.match(clause))
+        or bool(_IDENTITY.match(core))
         or _attribute(clause) is not None
     )
 
@@ -1030,8 +1068,12 @@ def _last_weekday(when: datetime, name: str) -> datetime:
     return when - timedelta(days=back)
 
 
+_AMOUNTS = {"two": 2, "three": 3}
+
+
 def _ago(match: re.Match[str], when: datetime) -> str:
-    amount = int(match.group("n")) if match.group("n").isdigit() else 1
+    written = match.group("n").lower()
+    amount = int(written) if written.isdigit() else _AMOUNTS.get(written, 1)
     unit = match.group("unit").lower().rstrip("s")
     if unit == "day":
         return _day(when - timedelta(days=amount))
