@@ -1032,3 +1032,37 @@ def test_a_phrase_of_time_that_opens_a_clause_stays_with_its_fact(
 ) -> None:
     episode = extract_episode([_m(1, content)])
     assert [(f.attribute, f.value, f.text) for f in episode.facts] == expected
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (
+            "I'm dating someone new, his name is Jonas.",
+            ("partner", "Jonas", "The user is dating someone new, his name is Jonas.", ("Jonas", "person")),
+        ),
+        (
+            "I started dating Jonas last month.",
+            ("partner", "Jonas", "The user started dating Jonas last month (February 2026).", ("Jonas", "person")),
+        ),
+        (
+            "I have a new puppy, her name is Pip.",
+            ("puppy", "Pip", "The user has a new puppy, her name is Pip.", ("Pip", "animal")),
+        ),
+        # Seeing someone named is no partnership.
+        ("I'm seeing Mark tomorrow.", ("", "", "The user is seeing Mark tomorrow (12 March 2026).", ("Mark", "thing"))),
+    ],
+)
+def test_a_name_given_later_in_the_clause_is_the_relation_it_introduces(
+    content: str, expected: tuple[str, str, str, tuple[str, str]]
+) -> None:
+    episode = extract_episode([_m(1, content)])
+    (fact,) = episode.facts
+    assert (fact.attribute, fact.value, fact.text) == expected[:3]
+    assert expected[3] in [(e.name, e.kind) for e in episode.entities]
+
+
+def test_dating_someone_new_replaces_the_partner(project: Project, clock: Clock) -> None:
+    _told(project, clock, "2026-03-02T10:00:00Z", "My boyfriend Tom cooks a lot.")
+    _told(project, clock, "2026-08-16T09:00:00Z", "I'm dating someone new, his name is Jonas.")
+    assert _current(project) == {"partner": "The user is dating someone new, his name is Jonas."}

@@ -379,6 +379,11 @@ _RELATION_PATTERNS = [
     re.compile(
         rf"\b(?i:(?:a|an|my|another|our) {_ADJ}(?P<attr>{_RELATION_WORDS})) (?i:named|called) (?P<value>{_NAME})\b"
     ),
+    # "I have a new puppy, her name is Pip": the name given later in the clause.
+    re.compile(
+        rf"\b(?i:(?:a|an|my|our|another) {_ADJ}(?P<attr>{_RELATION_WORDS}))\b[^.!?]*?,\s*"
+        rf"(?i:his|her|its|their) name(?:'s| is) (?P<value>{_NAME})\b"
+    ),
 ]
 
 _PATTERNS = [
@@ -511,6 +516,15 @@ _PATTERNS = [
     _p(
         rf"\bI(?:'m| am|'ve| have)?(?: just| recently| finally)? (?:now |got |gotten |been )?"
         rf"(?:married|engaged) to (?P<value>{_NAME})\b",
+        PARTNER,
+        single=True,
+        kind="person",
+    ),
+    # Dating someone: "I'm dating Jonas", "I'm seeing someone new, his name is Jonas".
+    _p(
+        r"\bI(?:'m| am|'ve been| have been| started| began| just started)?(?: (?:now|currently|also|still))? "
+        r"(?:(?:dating|going out with|in a relationship with) |(?:dating|seeing) (?:someone|somebody|a (?:guy|girl|"
+        rf"man|woman))\b[^.!?]*?\b(?:his|her|their) name(?:'s| is) )(?P<value>{_NAME})\b",
         PARTNER,
         single=True,
         kind="person",
@@ -1438,11 +1452,15 @@ def _outward(clause: str, match: re.Match[str]) -> bool:
         or (_DUMMY_IT_BEFORE.search(before) and _DUMMY_IT_MADE.match(after))
     ):
         return False
+    if _NAMED_AFTER.match(after):
+        return False  # "his name is Jonas": the clause names whom it means
     if match.group(0).lower() in _PERSON_PRONOUNS and opening:
         return False  # "Lily turned 8, she's so big", "Priya quit her job"
     return not _PHRASE_BEFORE.search(before)
 
 
+# "his name is Jonas", "her name's Ada": a pronoun whose clause gives the name.
+_NAMED_AFTER = re.compile(rf"^\s+name(?:'s| is| was)\s+(?:called\s+)?{_NAME}")
 # A name that opens a clause, a person a later "he" or "her" there can stand for.
 _OPENING_NAME = re.compile(rf"^(?!I\b|I')(?P<name>{_NAME})(?=\s|'s\b)")
 
