@@ -1066,3 +1066,43 @@ def test_dating_someone_new_replaces_the_partner(project: Project, clock: Clock)
     _told(project, clock, "2026-03-02T10:00:00Z", "My boyfriend Tom cooks a lot.")
     _told(project, clock, "2026-08-16T09:00:00Z", "I'm dating someone new, his name is Jonas.")
     assert _current(project) == {"partner": "The user is dating someone new, his name is Jonas."}
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "ended"),
+    [
+        ("I eat meat.", "I'm vegetarian now.", ["The user eats meat."]),
+        ("I love steak. I really enjoy cheese.", "I'm vegan now.", ["The user loves steak.", "The user really enjoys cheese."]),
+        ("I love steak. I really enjoy salmon.", "I'm pescatarian now.", ["The user loves steak."]),
+        # A diet ends nothing it allows.
+        ("I love cheese.", "I'm vegetarian now.", []),
+    ],
+)
+def test_a_diet_retires_the_stances_on_what_it_leaves_out(
+    project: Project, clock: Clock, before: str, after: str, ended: list[str]
+) -> None:
+    _told(project, clock, "2026-03-02T10:00:00Z", before)
+    _told(project, clock, "2026-08-16T09:00:00Z", after)
+    diet = Fact.objects.get(attribute="diet")
+    assert diet.text == f"The user is {after.split(maxsplit=1)[1]}"
+    old = Fact.objects.filter(invalidated_at__isnull=False).order_by("text")
+    assert [f.text for f in old] == ended
+    assert all(f.invalidated_by_id == diet.pk for f in old)
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("Caroline: I'm Caroline.", []),
+        ("Caroline: My name is Caroline.", []),
+        ("Caroline: Hi, I'm Caroline, I live in Austin.", [("lives in", "Austin", "Caroline lives in Austin.")]),
+        # A name that says more than the label does is a fact.
+        ("Caroline: My name is Caroline Ross.", [("name", "Caroline Ross", "Caroline's name is Caroline Ross.")]),
+        ("I'm Daniel.", [("name", "Daniel", "The user is Daniel.")]),
+    ],
+)
+def test_a_self_introduction_that_restates_the_speakers_label_is_no_fact(
+    content: str, expected: list[tuple[str, str, str]]
+) -> None:
+    episode = extract_episode([_m(1, content)])
+    assert [(f.attribute, f.value, f.text) for f in episode.facts] == expected

@@ -16,7 +16,8 @@ English first-person statements and nothing fitted to one data set.
   Civic."), with relative dates resolved against the message's time ("yesterday
   (7 May 2023)"); a clause of two words only if it says who one is ("I'm vegan.", "I'm
   Daniel."). Clauses that match a known pattern also get an ``attribute`` and a
-  ``value``: relations (``sister`` Mara; wife, husband, boyfriend... are all ``partner``),
+  ``value`` (a name its speaker's label already gives is no fact: "Caroline: I'm
+  Caroline"): relations (``sister`` Mara; wife, husband, boyfriend... are all ``partner``),
   the car one drives, where one (or "we", the speaker included) lives or is from, job
   and employer, studies, name, age, birthday, diet, favourites (single-valued),
   possessions and conditions (several values) and one's stance on a thing or activity
@@ -24,7 +25,8 @@ English first-person statements and nothing fitted to one data set.
   per item). Changes of state are values too, so the single-valued rule of
   memoryapp.semantic retires the old one: a promotion or a new title, quitting, losing or
   retiring from a job, stopping, giving up or "no more" of an activity, moving away,
-  selling the car, a divorce or a break-up. The age of someone else ("Arjun turned 9",
+  selling the car, a divorce or a break-up; a diet ends the stances on what it leaves out
+  ("I eat meat" before "I'm vegetarian now"). The age of someone else ("Arjun turned 9",
   "my son Arjun is 8") is a fact whose subject is that person (single-valued per person).
   A change of state also names the other attributes it ends (ExtractedFact.retires):
   losing a job ends the employer with the title, and "I left Acme" ends both where Acme
@@ -1732,10 +1734,31 @@ def _clause_fact(
     )
 
 
+# What a diet leaves out: "I'm vegetarian now" ends "I eat meat" (a stance on the item).
+_MEAT = [
+    "red meat",
+    *_words(
+        "meat beef pork chicken steak steaks bacon lamb ham sausage sausages burger burgers "
+        "turkey veal"
+    ),
+]
+_SEAFOOD = _words("fish seafood salmon tuna shrimp prawns")
+_ANIMAL_PRODUCTS = _words("dairy cheese milk eggs butter honey yogurt yoghurt")
+_DIET_ENDS = {
+    "vegetarian": (*_MEAT, *_SEAFOOD),
+    "pescatarian": _MEAT,
+    "vegan": (*_MEAT, *_SEAFOOD, *_ANIMAL_PRODUCTS),
+}
+
+
 def _ending(clause: str, attribute: str, value: str) -> tuple[tuple[str, ...], str]:
     """``(retires, retires_when)`` of the pattern that gave the clause its attribute
     (ExtractedFact.retires): a job's ending ends the employer too; "I left Acme" ends the
-    job where Acme is the employer."""
+    job where Acme is the employer; a diet ends the stances on what it leaves out
+    ("I'm vegetarian now" ends "stance on meat")."""
+    if attribute == "diet" and value.lower() in _DIET_ENDS:
+        items = dict.fromkeys(_DIET_ENDS[value.lower()])
+        return tuple(f"{STANCE} {item}" for item in items), ""
     for pattern in _PATTERNS:
         if not pattern.retires or pattern.attribute != attribute:
             continue
@@ -1791,10 +1814,18 @@ def facts_in(message: TranscriptMessage, previous: str = "") -> list[_Found]:
             rest = _MEMBERS.sub("", clause)
             if len(_WORD.findall(rest)) >= 2:  # "My kids Lily and Tom love the park"
                 found.append(_clause_fact(clause, speaker, text, message.sequence_number, ages))
-        elif statement:
+        elif statement and not _restates_speaker(clause, speaker):
             found.append(_clause_fact(clause, speaker, text, message.sequence_number, ages))
         found.extend(_age_fact(clause, speaker, text, message.sequence_number, a) for a in ages)
     return [f.restored() for f in found]
+
+
+def _restates_speaker(clause: str, speaker: str) -> bool:
+    """Whether ``clause`` only gives the name its speaker's label already says ("Caroline:
+    I'm Caroline", "Caroline: my name is Caroline"): its fact would read "Caroline is
+    Caroline."."""
+    attribute = _attribute(clause)
+    return attribute is not None and attribute[0] == "name" and attribute[1].casefold() == speaker.casefold()
 
 
 def _confirm_names(found: list[_Found]) -> None:
