@@ -153,8 +153,42 @@ class SearchQuery:
 def names_someone(query: str) -> bool:
     """Whether ``query`` has a capitalised word after its first (a name: "Caroline",
     "Daniel's"); "I" is not one."""
+    return bool(names_in(query))
+
+
+def names_in(query: str) -> frozenset[str]:
+    """The capitalised words of ``query`` after its first, lower-cased and without a
+    possessive "'s" ("how old is Tom?" -> {"tom"}, "Daniel's job" -> {"daniel"}); "I" is
+    not one."""
     words = _NAME.findall(query)[1:]
-    return any(w[0].isupper() and w != "I" and not w.startswith("I'") for w in words)
+    return frozenset(
+        re.sub(r"'s$", "", w).lower()
+        for w in words
+        if w[0].isupper() and w != "I" and not w.startswith("I'")
+    )
+
+
+def asks_attribute(query: SearchQuery, attribute: str | None) -> bool:
+    """Whether a fact's ``attribute`` is one ``query`` asks for (any value; a name
+    ending in "%" a prefix)."""
+    if not attribute:
+        return False
+    attribute = attribute.lower()
+    return any(
+        attribute.startswith(name[:-1]) if name.endswith("%") else attribute == name
+        for name, _ in query.attributes
+    )
+
+
+def about_someone_else(subject: str | None, text: str, named: frozenset[str]) -> bool:
+    """Whether a fact of ``subject`` with ``text`` is about a person other than those a
+    query names (``named``, names_in): its subject is someone (not the user) the query
+    does not name, and its text names none of them ("Lily is 8." for "how old is Tom?")."""
+    if not named or not subject or subject.casefold() == "user":
+        return False
+    words = {w.lower() for w in _NAME.findall(f"{subject} {text}")}
+    words |= {re.sub(r"'s$", "", w) for w in words}
+    return not words & named
 
 
 def search_query(*, words: Sequence[str], terms: Sequence[str], named: bool = False) -> SearchQuery:

@@ -17,6 +17,9 @@ items of other layers citing the same messages earned (a fact and the message it
 drawn from support each other); ``score`` is that fused relevance over the best item's
 (1.0 for rank 1), one scale over the three layers; each list is sorted by rank.
 
+A question that names someone and asks an attribute ("how old is Tom?") ranks the facts
+giving that attribute of someone else ("Lily is 8.") below the rest (_named_first).
+
 What a newer fact replaced never outranks it (supersede): in the fact layer an
 invalidated fact that matched gives its place to the current fact that replaced it, and a
 raw hit that matched for a statement no longer true ranks below that fact and the
@@ -56,7 +59,13 @@ from memoryapp.message_search import (
     query_words,
 )
 from memoryapp.models import Project
-from memoryapp.query_intent import SearchQuery, names_someone, search_query
+from memoryapp.query_intent import (
+    SearchQuery,
+    about_someone_else,
+    asks_attribute,
+    names_in,
+    search_query,
+)
 from memoryapp.timefmt import iso_ms
 
 INCLUDE_ALL: tuple[str, ...] = ("episodes", "facts", "synthesis", "raw")
@@ -564,9 +573,8 @@ def _search_layers(
 ) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
     """recall's search of the ``searched`` layers, superseded and fused: (``{"raw",
     "facts", "episodes"}`` lists in rank order, the facts' entities)."""
-    terms = search_query(
-        words=query_words(query), terms=query_terms(query), named=names_someone(query)
-    )
+    named = names_in(query)
+    terms = search_query(words=query_words(query), terms=query_terms(query), named=bool(named))
     layers: dict[str, list[dict[str, Any]]] = {"raw": [], "facts": [], "episodes": []}
     entities: list[dict[str, Any]] = []
     found: list[FactRow] = []
@@ -603,6 +611,7 @@ def _search_layers(
         message_range=message_range,
     )
     layers["raw"] = settled.raw
+    settled.facts = _named_first(settled.facts, named, terms, settled.below)
     if "facts" in searched:
         entities = fact_entities(settled.facts)
         layers["facts"] = [fact for fact, _, _ in settled.facts]
@@ -612,6 +621,28 @@ def _search_layers(
         )
     fuse(layers, settled.below)
     return layers, entities
+
+
+def _named_first(
+    facts: list[FactRow], named: frozenset[str], query: SearchQuery, below: _Below
+) -> list[FactRow]:
+    """``facts`` with those that give the asked attribute (``query.attributes``) of
+    someone the query does not name (its ``named`` words: "Lily is 8." for "how old is
+    Tom?", query_intent.about_someone_else) after the rest, each part in its order, and
+    ranked below the rest (``below``, fuse's: the message both were drawn from must not
+    lift them back): they answer the question for another person."""
+    if not named or not query.attributes:
+        return facts
+    others = [
+        row
+        for row in facts
+        if asks_attribute(query, row[0]["attribute"])
+        and about_someone_else(row[0]["subject"], row[0]["text"], named)
+    ]
+    kept = [row for row in facts if all(row is not o for o in others)]
+    if kept:
+        below.extend((row[0], [k[0] for k in kept]) for row in others)
+    return kept + others
 
 
 def recall(

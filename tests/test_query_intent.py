@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from memoryapp.message_search import query_terms, query_words
-from memoryapp.query_intent import ATTRIBUTE_WEIGHT, SearchQuery, names_someone, search_query
+from memoryapp.query_intent import (
+    ATTRIBUTE_WEIGHT,
+    SearchQuery,
+    about_someone_else,
+    asks_attribute,
+    names_in,
+    names_someone,
+    search_query,
+)
 
 
 def _of(query: str) -> SearchQuery:
@@ -63,3 +71,15 @@ def test_a_question_for_a_name_looks_up_the_name_attribute() -> None:
     assert (name.terms, name.weights, name.attributes, name.roles) == (
         ("name",), (1.0,), (("name", None),), frozenset({"user"})
     )
+
+
+def test_it_tells_the_names_a_query_gives_and_facts_about_someone_else() -> None:
+    assert names_in("how old is Tom?") == {"tom"}
+    assert names_in("What is Daniel's job? I forget") == {"daniel"}
+    assert names_in("How old am I?") == frozenset()
+    assert about_someone_else("Lily", "Lily is 8.", frozenset({"tom"})) is True
+    assert about_someone_else("Lily", "Lily and Tom are twins.", frozenset({"tom"})) is False
+    assert about_someone_else("user", "The user is 40.", frozenset({"tom"})) is False
+    query = search_query(words=["how", "old", "is", "tom"], terms=["old", "tom"], named=True)
+    assert asks_attribute(query, "age") is True
+    assert asks_attribute(query, "job") is False

@@ -1102,3 +1102,25 @@ def test_sqlite_indexes_no_fragment_of_an_apostrophe(project: Project) -> None:
     Fact.objects.all().delete()
     _fts_intact()
     assert not _vocabulary("memoryapp_fact_fts")
+
+
+def test_facts_about_someone_the_query_names_outrank_facts_about_someone_else(
+    project: Project,
+) -> None:
+    """"how old is Tom?": Lily's age shares the question's words ("old" through the age
+    attribute) and the message both ages came from, but is about someone else."""
+    thread = _thread(project, dataset="kids")
+    _say(thread, "We have two kids, Lily and Tom.", "Lily is 8 and Tom is 5.")
+    episode_build(thread_id=thread.pk, from_sequence=1, to_sequence=2)
+    found = recall(project=project, dataset="kids", query="how old is Tom?", include=["facts", "raw"])
+    assert [f["text"] for f in found["facts"]] == [
+        "Tom is 5.",
+        "Tom is one of the user's two kids.",
+        "Lily is 8.",
+    ]
+    found = recall(project=project, dataset="kids", query="How old is Lily now?", include=["facts"])
+    assert [f["text"] for f in found["facts"]] == [
+        "Lily is 8.",
+        "Lily is one of the user's two kids.",
+        "Tom is 5.",
+    ]
