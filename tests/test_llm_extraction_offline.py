@@ -1106,3 +1106,30 @@ def test_a_self_introduction_that_restates_the_speakers_label_is_no_fact(
 ) -> None:
     episode = extract_episode([_m(1, content)])
     assert [(f.attribute, f.value, f.text) for f in episode.facts] == expected
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        # Taking up a pursuit is doing it.
+        ("I started rock climbing.", ("stance on rock climbing", "does", "The user started rock climbing.")),
+        ("I took up pottery last year.", ("stance on pottery", "does", "The user took up pottery last year (2025).")),
+        ("I'm learning to knit.", ("stance on knitting", "does", "The user is learning to knit.")),
+        ("I started feeling better.", ("", "", "The user started feeling better.")),
+        ("I started a new job.", ("", "", "The user started a new job.")),
+        # Where one studies.
+        ("I'm studying at MIT.", ("studies at", "MIT", "The user is studying at MIT.")),
+        ("I attend Leeds University.", ("studies at", "Leeds University", "The user attends Leeds University.")),
+        ("I'm studying law.", ("studies", "law", "The user is studying law.")),
+        ("I go to the gym every day.", ("", "", "The user goes to the gym every day.")),
+        ("Lily goes to St. Mary's Primary School.", ("studies at", "St. Mary's Primary School", "Lily goes to St. Mary's Primary School.")),
+    ],
+)
+def test_it_reads_pursuits_taken_up_and_where_one_studies(
+    content: str, expected: tuple[str, str, str]
+) -> None:
+    episode = extract_episode([_m(1, content)])
+    (fact,) = episode.facts
+    assert (fact.attribute, fact.value, fact.text) == expected
+    if fact.attribute == "studies at":
+        assert (fact.value, "organisation") in [(e.name, e.kind) for e in episode.entities]

@@ -316,6 +316,13 @@ _STOP_WORD = (
     r"stuff|love|remember|think|know|want|hope|believe|miss|enjoy|appreciate|feel|agree|"
     r"understand|need|wish|see|mean|get|care|mind)"
 )
+# Gerunds after "I started" that name no pursuit: a feeling, a try, a thought, a job.
+_NOT_PURSUITS = (
+    r"(?:feeling|thinking|getting|going|having|looking|trying|wondering|working|being|seeing|"
+    r"making|taking|saying|talking|asking|crying|laughing|worrying|planning|waiting|using|"
+    r"preparing|packing|noticing|realizing|realising|coming|becoming|to)"
+)
+_SCHOOL = r"(?-i:School|University|College|Academy|Institute|Uni|Polytechnic|Conservatory)"
 _HABIT = rf"(?P<value>(?!{_STOP_WORD}\b)[\w'-]+(?: (?!{_STOP_WORD}\b)[\w'-]+){{0,3}})"
 _VERBAL = r"(?P<verbal>[^,;.!?]+)"
 # A clause saying "anymore" / "any longer": what follows "don't" has stopped.
@@ -494,8 +501,22 @@ _PATTERNS = [
         single=True,
         fixed="unemployed",
     ),
+    # Where one studies: "I'm studying at MIT", "I attend Leeds University" (a school's
+    # name after go to / attend: "I go to the gym" is no school).
     _p(
-        rf"{_I} (?:study|am studying|'m studying|major in|am majoring in) {_VALUE}",
+        rf"{_I}(?:'m| am)?(?: now| currently)? (?:study(?:ing)?(?: \w+)?|enrolled|a (?:\w+ )?student) at {_VALUE}",
+        "studies at",
+        single=True,
+        kind="organisation",
+    ),
+    _p(
+        rf"{_I}(?: go to| attend|'m attending| am attending) (?:the )?(?P<value>[^,;.!?]*\b{_SCHOOL}\b[^,;.!?]*)",
+        "studies at",
+        single=True,
+        kind="organisation",
+    ),
+    _p(
+        rf"{_I}(?: study|'m studying| am studying| major in|'m majoring in| am majoring in) {_VALUE}",
         "studies",
         single=True,
     ),
@@ -602,6 +623,21 @@ _PATTERNS = [
         fixed=_DISLIKES,
     ),
     _p(rf"{_I}(?:'m| am) (?:really |so )?into {_ITEM}", STANCE, single=True, fixed=_LIKES),
+    # Taking up a pursuit: "I started rock climbing", "I took up pottery", "I'm learning to
+    # knit" (what one does now; "I started a job" is no pursuit, a feeling or a try neither).
+    _p(
+        rf"{_I}{_HAVE} (?:started|began|begun) (?P<value>(?:(?!{_NOT_PURSUITS}\b)[a-z-]+ ){{0,2}}(?!{_NOT_PURSUITS}\b)[a-z-]+ing\b[^,;.!?]*)",
+        STANCE,
+        single=True,
+        fixed=_DOES,
+    ),
+    _p(
+        rf"(?:{_I}{_HAVE} (?:took up|taken up|got into|gotten into|started learning|began learning)|"
+        rf"{_I}(?:'m| am|'ve been| have been) learning)(?: how)? (?:to {_VERBAL}|(?-i:(?![A-Z])){_ITEM})",
+        STANCE,
+        single=True,
+        fixed=_DOES,
+    ),
     # Habits: what one does ("I work night shifts", "I play tennis", "I smoke"), so "no more
     # night shifts for me" and "I quit smoking" end them.
     _p(
