@@ -86,7 +86,7 @@ CATEGORIES: tuple[Category, ...] = (
         "hobby hobbies pastime pastimes interests interest leisure fun activities "
         "activity sports sport passions passion",
         "love like enjoy play practise practice hobby fan",
-        [("stance on %", "likes"), ("favorite %", None)],
+        [("stance on %", "likes"), ("stance on %", "does"), ("favorite %", None)],
     ),
     _category(
         "kids kid children child son sons daughter daughters",

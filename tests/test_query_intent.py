@@ -24,7 +24,7 @@ def test_it_adds_the_words_and_attributes_of_a_category_the_question_names() -> 
         "hobbies", "love", "like", "enjoy", "play", "practise", "practice", "hobby", "fan"
     )
     assert hobbies.weights == (1.0, *[0.5] * 8)
-    assert hobbies.attributes == (("stance on %", "likes"), ("favorite %", None))
+    assert hobbies.attributes == (("stance on %", "likes"), ("stance on %", "does"), ("favorite %", None))
     assert hobbies.fact_weights == (*hobbies.weights, ATTRIBUTE_WEIGHT)
     assert hobbies.related == tuple(range(1, 9))
     # "his" and no name: the person this memory is about.

@@ -1124,3 +1124,17 @@ def test_facts_about_someone_the_query_names_outrank_facts_about_someone_else(
         "Lily is one of the user's two kids.",
         "Tom is 5.",
     ]
+
+
+def test_a_pursuit_taken_up_answers_a_question_about_hobbies(project: Project) -> None:
+    thread = _thread(project, dataset="hobby")
+    _say(thread, "I started rock climbing.")
+    _say(thread, "A fun hobby! Do you enjoy it? Many people love climbing.", role="assistant")
+    _say(thread, "I work night shifts.")
+    episode_build(thread_id=thread.pk, from_sequence=1, to_sequence=3)
+    found = recall(project=project, dataset="hobby", query="what are my hobbies?", include=["facts", "raw"])
+    # What one does is a hobby's attribute too ("stance on ...": does), not only "likes".
+    assert sorted(f["text"] for f in found["facts"]) == [
+        "The user started rock climbing.",
+        "The user works night shifts.",
+    ]
