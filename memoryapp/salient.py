@@ -6,8 +6,9 @@ measure how many survive. One definition, so the three agree.
 
 - **name**: a run of capitalised words (``New York``, ``Caroline``) joined by spaces only
   (``Caroline, Melanie`` is two names), not "I" (nor "I'm"), not "OK", not a weekday or
-  month, titles left out (``Dr. Smith`` is ``Smith``); a trailing possessive ``'s`` is
-  dropped. A sentence's (or clause's: after a colon, quote, bracket or bullet) first word
+  month, titles left out (``Dr. Smith`` is ``Smith``, ``St. Mary's Primary School`` is
+  ``Mary's Primary School``); a trailing possessive ``'s`` is dropped, one inside the
+  name stays as written. A sentence's (or clause's: after a colon, quote, bracket or bullet) first word
   is capitalised anyway, so it counts only when the same word is written capitalised
   inside a sentence too, in the text or in ``known`` (the rest of its run still counts).
 - **number**: digits with inner ``.,:/`` (``30,000``, ``10:30``, ``3.5``), with a
@@ -54,7 +55,7 @@ _POSSESSIVE = re.compile(r"['\u2019]s$")
 _PRONOUN = re.compile(r"^I(?:['\u2019]\w+)?$")
 _NOT_NAMES = frozenset(["OK", "Ok"])
 # Titles are not names of their own: "Dr. Smith" names Smith.
-_TITLES = frozenset(["Mr", "Mrs", "Ms", "Dr", "Prof", "Sir"])
+_TITLES = frozenset(["Mr", "Mrs", "Ms", "Dr", "Prof", "Sir", "St", "Mt", "Ft"])
 # What opens a clause as a sentence does: after it a capital says nothing.
 _CLAUSE_OPENER = re.compile(r"[:;\"\u201c(\[]|^\s*[-*\u2022]\s")
 
@@ -98,16 +99,22 @@ def _runs(sentence: str) -> list[tuple[bool, list[str]]]:
         initial = first or bool(_CLAUSE_OPENER.search(gap))
         first = False
         if run and (gap.strip() or initial or not _is_capital(word)):
-            runs.append((opens, run))
+            runs.append((opens, _closed(run)))
             run = []
         if word in _TITLES or not _is_capital(word):
             continue
         if not run:
             opens = initial
-        run.append(_POSSESSIVE.sub("", word))
+        run.append(word)
     if run:
-        runs.append((opens, run))
+        runs.append((opens, _closed(run)))
     return runs
+
+
+def _closed(run: list[str]) -> list[str]:
+    """``run`` without its last word's possessive "'s" ("Anna's" -> "Anna"); one inside
+    it stays ("Mary's Primary School" is the name as written)."""
+    return [*run[:-1], _POSSESSIVE.sub("", run[-1])]
 
 
 def terms(text: str, *, known: frozenset[str] = frozenset()) -> Terms:
@@ -122,7 +129,7 @@ def terms(text: str, *, known: frozenset[str] = frozenset()) -> Terms:
     words = known | _inner_words(runs)
     names: set[str] = set()
     for opens, run in runs:
-        if opens and run[0] not in words:
+        if opens and _POSSESSIVE.sub("", run[0]) not in words:
             run = run[1:]  # "The Eiffel Tower": the rest of the run still counts
         if run:
             names.add(" ".join(run))
@@ -152,11 +159,15 @@ def name_words(texts: list[str]) -> frozenset[str]:
 
 def _inner_words(runs: list[tuple[bool, list[str]]]) -> frozenset[str]:
     """The words of ``runs`` that do not open their sentence."""
-    return frozenset(w for opens, run in runs for w in (run[1:] if opens else run))
+    return frozenset(
+        _POSSESSIVE.sub("", w) for opens, run in runs for w in (run[1:] if opens else run)
+    )
 
 
 def survives(term: str, text: str) -> bool:
-    """True when ``term`` occurs in ``text`` as a whole word (case-sensitive)."""
+    """True when ``term`` occurs in ``text`` as a whole word (case-sensitive; a curly
+    apostrophe is a straight one)."""
+    term, text = term.replace("\u2019", "'"), text.replace("\u2019", "'")
     return re.search(rf"(?<![\w$€£]){re.escape(term)}(?![\w%])", text) is not None
 
 

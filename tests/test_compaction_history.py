@@ -400,3 +400,24 @@ def test_a_sentence_opening_name_counts_when_another_text_writes_it_inside_a_sen
     assert salient.terms(texts[0]).names == frozenset()
     assert salient.terms(texts[0], known=salient.name_words(texts)).names == frozenset({"Marta"})
     assert salient.dropped_by_kind(before=texts, after="Flights booked.")["names"] == ["Marta"]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "dropped"),
+    [
+        # A summary that keeps the school keeps its name, abbreviation and possessive too.
+        (
+            "My daughter goes to St. Mary's Primary School.",
+            "- The user's daughter goes to St. Mary's Primary School.",
+            [],
+        ),
+        ("My daughter goes to St Mary\u2019s Primary School.", "- Daughter: St Mary's Primary School.", []),
+        ("We hiked Mt. Rainier with Anna's team.", "- Hiked Mt. Rainier with Anna.", []),
+        # A name it lost is still reported, as written.
+        ("My daughter goes to St. Mary's Primary School.", "- The user has a daughter.", ["Mary's Primary School"]),
+    ],
+)
+def test_a_name_with_an_abbreviation_or_a_possessive_survives_as_written(
+    before: str, after: str, dropped: list[str]
+) -> None:
+    assert salient.dropped_by_kind(before=[before], after=after)["names"] == dropped
