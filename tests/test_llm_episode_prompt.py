@@ -130,3 +130,62 @@ def test_it_keeps_instructions_out_of_the_data_part() -> None:
     assert "<b>" not in prompt.user
     assert '<message seq="1" role="user">&lt;b&gt;zebra-42&lt;/b&gt;</message>' in prompt.user
     assert "zebra-42" not in prompt.system
+
+
+def _episode_answer(*facts: dict[str, object]) -> FakeResponse:
+    return FakeResponse(
+        body=text_response(
+            json.dumps({"title": "Work", "summary": "Work.", "facts": list(facts), "entities": []})
+        )
+    )
+
+
+def test_a_change_of_state_the_model_gives_retires_the_attributes_it_names(
+    project: Project, clock: Clock, fake_gemini: FakeGeminiServer
+) -> None:
+    """The model's ``retires`` / ``retiresWhen`` end other attributes as the offline
+    extractor's do (memoryapp.semantic): quitting ends the employer; leaving a place that
+    is not the employer ends nothing."""
+    thread = working.thread_create(project=project, dataset="user_42")
+    for content in ("I work at Acme Corp.", "I left Paris.", "I quit my job."):
+        working.message_append(thread=thread, role="user", content=content)
+    fake_gemini.enqueue(
+        _episode_answer(
+            {"text": "The user works at Acme Corp.", "subject": "user", "attribute": "works at",
+             "value": "Acme Corp", "singleValued": True, "sourceSequences": [1]},
+        ),
+        _episode_answer(
+            {"text": "The user left Paris.", "subject": "user", "attribute": "moved",
+             "value": "Paris", "singleValued": True, "retires": ["works at", "job"],
+             "retiresWhen": "Paris", "sourceSequences": [2]},
+        ),
+        _episode_answer(
+            {"text": "The user quit their job.", "subject": "user", "attribute": "job",
+             "value": "quit", "singleValued": True, "retires": ["works at"], "sourceSequences": [3]},
+        ),
+    )
+    episodic.episode_build(thread_id=thread.pk, from_sequence=1, to_sequence=1)
+    episodic.episode_build(thread_id=thread.pk, from_sequence=2, to_sequence=2)
+    assert Fact.objects.get(attribute="works at").invalidated_at is None
+    episodic.episode_build(thread_id=thread.pk, from_sequence=3, to_sequence=3)
+
+    acme = Fact.objects.get(attribute="works at")
+    assert acme.invalidated_by is not None and acme.invalidated_by.text == "The user quit their job."
+    request = fake_gemini.requests[-1]
+    assert '"retires"' in request.system_instruction
+
+
+def test_it_parses_retires_defensively() -> None:
+    text = json.dumps(
+        {
+            "title": "t",
+            "summary": "s",
+            "facts": [
+                {"text": "The user quit.", "subject": "user", "attribute": "job", "value": "quit",
+                 "retires": ["works at", 3, " ", "works at"], "retiresWhen": 7},
+            ],
+            "entities": [],
+        }
+    )
+    (fact,) = parse_episode(text, model="m", usage=Usage()).facts
+    assert (fact.retires, fact.retires_when) == (("works at",), "")

@@ -32,6 +32,8 @@ EPISODE_SCHEMA = prompts.object_schema(
                     "attribute": prompts.STRING,
                     "value": prompts.STRING,
                     "singleValued": {"type": "boolean"},
+                    "retires": prompts.array_schema(prompts.STRING),
+                    "retiresWhen": prompts.STRING,
                     "entities": prompts.array_schema(prompts.STRING),
                     "sourceSequences": prompts.array_schema(prompts.INTEGER),
                 },
@@ -67,6 +69,11 @@ def episode_prompt(*, messages: list[TranscriptMessage]) -> prompts.Prompt:
             '"Honda Civic"; attribute "sister", value "Mara"), empty when it does not split; '
             '"singleValued": true when the attribute holds one value at a time (the car one '
             'drives, the city one lives in), false for things one can have several of; '
+            '"retires": the subject\'s other single-valued attributes a change of state ends '
+            '(quitting or losing a job: attribute "job", retires ["works at"]; becoming '
+            'vegetarian: attribute "diet", retires ["stance on meat"]), else empty; '
+            '"retiresWhen": a value that one of those attributes must have for them to end '
+            '("I left Acme": retires ["works at", "job"], retiresWhen "Acme"), else empty; '
             '"entities": names the fact mentions; "sourceSequences": the seq of the messages '
             "that state it. Leave out questions, small talk, guesses and what only an "
             "assistant suggested.",
@@ -107,6 +114,8 @@ def _fact(item: Any) -> ExtractedFact | None:
         single_valued=item.get("singleValued") is True,
         entities=_strings(item.get("entities")),
         source_sequences=_ints(item.get("sourceSequences")),
+        retires=_strings(item.get("retires")),
+        retires_when=answers.clean(item.get("retiresWhen"), 500),
     )
 
 
