@@ -580,8 +580,8 @@ def test_a_short_statement_of_who_one_is_is_a_fact(
     [
         (
             "I work as a nurse at St. Mary's Hospital.",
-            ["The user works as a nurse at St. Mary's Hospital."],
-            ["nurse at St. Mary's Hospital"],
+            ["The user works as a nurse at St. Mary's Hospital.", "The user works at St. Mary's Hospital."],
+            ["nurse at St. Mary's Hospital", "St. Mary's Hospital"],
         ),
         (
             "Dr. Okafor says I'm fine. I moved to the U.S. last year, e.g. to Ohio.",
@@ -1133,3 +1133,21 @@ def test_it_reads_pursuits_taken_up_and_where_one_studies(
     assert (fact.attribute, fact.value, fact.text) == expected
     if fact.attribute == "studies at":
         assert (fact.value, "organisation") in [(e.name, e.kind) for e in episode.entities]
+
+
+@pytest.mark.parametrize(
+    "before", ["I work at Acme as an engineer.", "I'm an engineer at Acme.", "I work as an engineer at Acme."]
+)
+def test_a_promotion_replaces_the_title_and_keeps_the_employer(
+    project: Project, clock: Clock, before: str
+) -> None:
+    _told(project, clock, "2026-03-02T10:00:00Z", before)
+    _told(project, clock, "2026-08-16T09:00:00Z", "I got promoted to senior engineer.")
+    assert _current(project) == {
+        "works at": "The user works at Acme.",
+        "job": "The user got promoted to senior engineer.",
+    }
+    old = Fact.objects.get(invalidated_at__isnull=False)
+    assert old.text == third_person(before.rstrip("."), "user")
+    _told(project, clock, "2026-09-01T09:00:00Z", "I quit my job.")
+    assert _current(project) == {"job": "The user quit the user's job."}

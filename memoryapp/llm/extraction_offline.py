@@ -28,6 +28,9 @@ English first-person statements and nothing fitted to one data set.
   selling the car, a divorce or a break-up; a diet ends the stances on what it leaves out
   ("I eat meat" before "I'm vegetarian now"). The age of someone else ("Arjun turned 9",
   "my son Arjun is 8") is a fact whose subject is that person (single-valued per person).
+  A clause giving both a title and a named employer ("I work at Acme as an engineer",
+  "I'm an engineer at Acme") is the title (its text) and "The user works at Acme." apart,
+  so a promotion replaces the title and the employer stays current.
   A change of state also names the other attributes it ends (ExtractedFact.retires):
   losing a job ends the employer with the title, and "I left Acme" ends both where Acme
   is the employer. Other clauses have no attribute and never contradict anything.
@@ -1787,6 +1790,42 @@ _DIET_ENDS = {
 }
 
 
+# "as an engineer" after where one works: the title.
+_AS_TITLE = re.compile(rf"\bas (?:a|an) (?P<value>{_MODIFIERS}(?:{_OCCUPATION_WORDS}))\b", re.IGNORECASE)
+
+
+def _employment(fact: _Found, clause: str) -> list[_Found]:
+    """``fact``, or, when its clause gives both a title and a named employer ("I work at
+    Acme as an engineer", "I'm an engineer at Acme"), the title (``job``, the clause's
+    text) and the employer apart (``works at``: "The user works at Acme."), so a
+    promotion replaces the title and the employer stays current."""
+    title = employer = ""
+    if fact.attribute == "works at":
+        employer = fact.value
+        found = _AS_TITLE.search(clause)
+        title = clean_value(found.group("value")) if found else ""
+    elif fact.attribute == "job" and fact.value not in _STATE_VALUES:
+        title = fact.value
+        names = [n for n, kind, _ in names_in(clause) if kind == "organisation"]
+        employer = names[0] if len(names) == 1 else ""
+    if not title or not employer:
+        return [fact]
+    owner = "The user" if fact.subject == USER else fact.subject
+    work = _Found(
+        text=f"{owner} works at {employer}.",
+        subject=fact.subject,
+        attribute="works at",
+        value=employer,
+        single=True,
+        entities=[(fact.subject, "person"), (employer, "organisation")],
+        tentative=set(),
+        sequence=fact.sequence,
+        weight=fact.weight,
+    )
+    fact.attribute, fact.value, fact.single = "job", title, True
+    return [fact, work]
+
+
 def _ending(clause: str, attribute: str, value: str) -> tuple[tuple[str, ...], str]:
     """``(retires, retires_when)`` of the pattern that gave the clause its attribute
     (ExtractedFact.retires): a job's ending ends the employer too; "I left Acme" ends the
@@ -1851,7 +1890,7 @@ def facts_in(message: TranscriptMessage, previous: str = "") -> list[_Found]:
             if len(_WORD.findall(rest)) >= 2:  # "My kids Lily and Tom love the park"
                 found.append(_clause_fact(clause, speaker, text, message.sequence_number, ages))
         elif statement and not _restates_speaker(clause, speaker):
-            found.append(_clause_fact(clause, speaker, text, message.sequence_number, ages))
+            found.extend(_employment(_clause_fact(clause, speaker, text, message.sequence_number, ages), clause))
         found.extend(_age_fact(clause, speaker, text, message.sequence_number, a) for a in ages)
     return [f.restored() for f in found]
 
