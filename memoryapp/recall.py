@@ -428,7 +428,7 @@ def outdated_statements(
 def annotate(text: str, outdated: Sequence[Outdated]) -> str:
     """``text`` with each statement of ``outdated`` marked: the note (Outdated.note)
     after the first line that holds the statement's words (case and spacing aside), or,
-    when no line does (a summary in other words), one line ``No longer current: <text>
+    when no line does (a summary in other words), one line ``Stated here: <text>
     <note>`` per statement at the end."""
     lines = text.split("\n")
     keys = [" ".join(line.casefold().split()) for line in lines]
@@ -437,7 +437,7 @@ def annotate(text: str, outdated: Sequence[Outdated]) -> str:
         wanted = " ".join(item.text.casefold().split()).rstrip(".")
         at = next((i for i, key in enumerate(keys) if wanted and wanted in key), None)
         if at is None:
-            extra.append(f"No longer current: {item.text} {item.note()}")
+            extra.append(f"Stated here: {item.text} {item.note()}")
         elif item.note() not in lines[at]:
             lines[at] = f"{lines[at]} {item.note()}"
     return "\n".join([*lines, *extra])

@@ -147,7 +147,7 @@ def test_the_context_marks_what_a_newer_fact_replaced(household: Project) -> Non
         " Focus and it needs a service too.".format(
             next(r["threadId"] for r in found["raw"] if "Ford" in r["content"])
         ),
-        f"No longer current: The user drives a Ford Focus and it needs a service too. {note}"
+        f"Stated here: The user drives a Ford Focus and it needs a service too. {note}"
         "</message>",
     ]
     # The lists keep what was said; only the context marks it.
