@@ -1093,6 +1093,28 @@ def test_a_diet_retires_the_stances_on_what_it_leaves_out(
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
+        ("I went vegan in January.", ("The user went vegan in January.", "vegan")),
+        ("I've gone vegetarian.", ("The user has gone vegetarian.", "vegetarian")),
+        ("I'm now vegan.", ("The user is now vegan.", "vegan")),
+        ("I have been vegetarian for years.", ("The user has been vegetarian for years.", "vegetarian")),
+    ],
+)
+def test_a_diet_taken_up_is_the_diet(content: str, expected: tuple[str, str]) -> None:
+    (fact,) = extract_episode([_m(1, content)]).facts
+    assert (fact.text, fact.attribute, fact.value) == (expected[0], "diet", expected[1])
+
+
+def test_going_vegan_replaces_vegetarian_and_ends_the_cheese(project: Project, clock: Clock) -> None:
+    _told(project, clock, "2026-03-02T10:00:00Z", "I'm vegetarian. I really enjoy cheese.")
+    _told(project, clock, "2026-08-16T09:00:00Z", "I went vegan last month.")
+    assert _current(project)["diet"] == "The user went vegan last month (July 2026)."
+    old = sorted(Fact.objects.filter(invalidated_at__isnull=False).values_list("text", flat=True))
+    assert old == ["The user is vegetarian.", "The user really enjoys cheese."]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
         ("Caroline: I'm Caroline.", []),
         ("Caroline: My name is Caroline.", []),
         ("Caroline: Hi, I'm Caroline, I live in Austin.", [("lives in", "Austin", "Caroline lives in Austin.")]),

@@ -486,7 +486,8 @@ _PATTERNS = [
     ),
     _p(rf"\bI(?:'m| am) (?:severely |very |mildly )?allergic to {_VALUE}", "allergic to", single=False),
     _p(
-        r"\bI(?:'m| am) (?:a |an )?(?:strict )?(?P<value>vegetarian|vegan|pescatarian|"
+        r"\bI(?:(?:'m| am)(?: now| fully| mostly)?|(?:'ve| have)? ?(?:gone|went|become|became|turned)"
+        r"(?: fully)?|(?:'ve| have) been) (?:a |an )?(?:strict )?(?P<value>vegetarian|vegan|pescatarian|"
         r"gluten[- ]free|lactose[- ]intolerant|kosher|halal)\b",
         "diet",
         single=True,
