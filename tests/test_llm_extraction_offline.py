@@ -1173,3 +1173,32 @@ def test_a_promotion_replaces_the_title_and_keeps_the_employer(
     assert old.text == third_person(before.rstrip("."), "user")
     _told(project, clock, "2026-09-01T09:00:00Z", "I quit my job.")
     assert _current(project) == {"job": "The user quit the user's job."}
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("Mark and I live in Leeds.", "Mark and the user live in Leeds."),
+        ("My husband Sam and I've been married for years.", "The user's husband Sam and the user have been married for years."),
+        ("Ana and I'd like a bigger flat.", "Ana and the user would like a bigger flat."),
+        ("Tom and I were at the beach.", "Tom and the user were at the beach."),
+    ],
+)
+def test_a_compound_subject_with_the_speaker_keeps_a_plural_verb(content: str, expected: str) -> None:
+    assert third_person(content, "user") == expected
+
+
+def test_a_group_named_after_a_colon_gives_a_fact_per_member() -> None:
+    episode = extract_episode([_m(1, "We have two kids: Lily and Noah.")])
+    assert [(f.text, f.attribute, f.value) for f in episode.facts] == [
+        ("Lily is one of the user's two kids.", "kid", "Lily"),
+        ("Noah is one of the user's two kids.", "kid", "Noah"),
+    ]
+
+
+def test_a_sentence_is_one_fact_when_its_plain_fact_and_an_age_read_alike() -> None:
+    episode = extract_episode([_m(1, "Our son Tom is 5 years old and loves trucks.")])
+    assert [(f.text, f.subject, f.attribute, f.value) for f in episode.facts] == [
+        ("The user's son Tom is 5 years old and loves trucks.", "Tom", "age", "5"),
+    ]
+    assert {(e.name, e.kind) for e in episode.entities} == {("Tom", "person"), ("user", "person")}

@@ -1022,23 +1022,41 @@ def _negative(verb: str) -> str | None:
     return _NEGATIVES.get(aux, f"{aux}n't")
 
 
+def _had_or_would(verb: str | None) -> str:
+    """What "'d" stands for before ``verb``: "had" before a past participle ("I'd
+    started"), else "would" ("I'd like")."""
+    had = verb is not None and (verb in _HAD_BEFORE or (verb.endswith("ed") and verb not in _BASE_ED))
+    return "had" if had else "would"
+
+
 def _i_rewritten(match: re.Match[str], name: str) -> str:
     """One "I ..." of a clause in the third person (third_person)."""
     clitic = match.group("clitic") or match.group("bare")
     adverbs, verb = match.group("adv"), match.group("verb")
-    if clitic == "d":
-        had = verb is not None and (
-            verb in _HAD_BEFORE or (verb.endswith("ed") and verb not in _BASE_ED)
-        )
-        clitic_word = "had" if had else "would"
-    else:
-        clitic_word = _CLITICS.get(clitic or "", "")
+    if re.search(r"\b(?:and|&)\s+$", match.string[: match.start()]):  # "Mark and I live"
+        return _plural_rewritten(name, clitic, adverbs, verb)
+    clitic_word = _had_or_would(verb) if clitic == "d" else _CLITICS.get(clitic or "", "")
     if clitic_word:
         rest = f" {verb}" if verb else ""
         return f"{name} {clitic_word}{adverbs}{rest}"
     if verb is None:
         return f"{name}{adverbs}"
     return f"{name}{adverbs} {_negative(verb) or _third_person_verb(verb)}"
+
+
+_PLURAL_CLITICS = {"m": "are", "ve": "have", "ll": "will"}
+_PLURAL_VERBS = {"am": "are", "was": "were"}
+
+
+def _plural_rewritten(name: str, clitic: str | None, adverbs: str, verb: str | None) -> str:
+    """The "I ..." of a compound subject ("Mark and I live in Leeds") in the third person:
+    the verb stays plural ("Mark and the user live in Leeds")."""
+    rest = f" {_PLURAL_VERBS.get(verb, verb)}" if verb else ""
+    if clitic == "d":
+        return f"{name} {_had_or_would(verb)}{adverbs}{rest}"
+    if clitic:
+        return f"{name} {_PLURAL_CLITICS[clitic]}{adverbs}{rest}"
+    return f"{name}{adverbs}{rest}"
 
 
 _IRREGULAR_PRESENT = {"am": "is", "have": "has", "do": "does", "go": "goes", "was": "was"}
@@ -1606,12 +1624,13 @@ def _plural(word: str) -> str:
 
 _SINGULAR = {_plural(w): w for w in _RELATIONS_MULTI + _PETS}
 _COUNT = r"(?:two|three|four|five|six|seven|eight|nine|ten|\d{1,2}|a couple of|twin)"
-# "We have two kids, Lily and Tom", "our kids Lily and Tom", "my sisters are Ana and Bea":
+# "We have two kids, Lily and Tom", "two kids: Lily and Tom", "our kids Lily and Tom", "my
+# sisters are Ana and Bea":
 # a plural relation word and the names of its members.
 _MEMBERS = re.compile(
     rf"\b(?i:(?:my|our|(?:I|we)(?:'ve got| have got| have| had| got))\s+(?:(?P<count>{_COUNT})\s+)?"
     rf"{_ADJ}(?P<attr>{'|'.join(sorted(_SINGULAR, key=len, reverse=True))}))"
-    rf"(?:,\s*|\s+(?i:are|were|named|called)\s+|\s+)"
+    rf"(?:[,:]\s*|\s+(?i:are|were|named|called)\s+|\s+)"
     rf"(?P<names>{_NAME}(?:,\s*{_NAME})*,?\s+(?i:and|&)\s+{_NAME})\b"
 )
 
@@ -1893,7 +1912,21 @@ def facts_in(message: TranscriptMessage, previous: str = "") -> list[_Found]:
         elif statement and not _restates_speaker(clause, speaker):
             found.extend(_employment(_clause_fact(clause, speaker, text, message.sequence_number, ages), clause))
         found.extend(_age_fact(clause, speaker, text, message.sequence_number, a) for a in ages)
-    return [f.restored() for f in found]
+    return [f.restored() for f in _without_echoes(found)]
+
+
+def _without_echoes(found: list[_Found]) -> list[_Found]:
+    """``found`` less each fact with no attribute whose text another fact of the message
+    states with one ("Our son Tom is 5 years old": the clause's plain fact and Tom's age
+    read alike, and recall would return the sentence twice); the one kept takes the
+    dropped one's entities too, so the sentence still links everyone it names."""
+    keyed = {f.text for f in found if f.attribute}
+    kept = [f for f in found if f.attribute or f.text not in keyed]
+    for echo in (f for f in found if not f.attribute and f.text in keyed):
+        twin = next(f for f in kept if f.text == echo.text)
+        twin.entities += [e for e in echo.entities if e not in twin.entities]
+        twin.tentative |= echo.tentative
+    return kept
 
 
 def _restates_speaker(clause: str, speaker: str) -> bool:
