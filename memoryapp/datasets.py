@@ -73,10 +73,6 @@ class DatasetDeleted:
 def dataset_exists(*, project: Project, dataset: str) -> bool:
     """Whether ``project`` holds anything in ``dataset``: a thread, episode, fact or
     entity (at most four index look-ups; another project's dataset is False)."""
-    return _exists(project, dataset)
-
-
-def _exists(project: Project, dataset: str) -> bool:
     return any(
         model.objects.filter(project=project, dataset=dataset).exists()
         for model in (Thread, Episode, Fact, Entity)
@@ -120,7 +116,7 @@ def dataset_export(*, project: Project, dataset: str) -> Iterator[str]:
     invalidated ones). Raises DatasetNotFound (before yielding anything) when the project
     has nothing in ``dataset``. Issue 12 item 6.
     """
-    if not _exists(project, dataset):
+    if not dataset_exists(project=project, dataset=dataset):
         raise DatasetNotFound()
     return _export_parts(project, dataset)
 
@@ -185,7 +181,7 @@ def dataset_delete(*, project: Project, dataset: str) -> DatasetDeleted:
     for another project's dataset). Issue 12 item 6.
     """
     with transaction.atomic():
-        if not _exists(project, dataset):
+        if not dataset_exists(project=project, dataset=dataset):
             raise DatasetNotFound()
         threads = Thread.objects.filter(project=project, dataset=dataset)
         thread_ids = list(threads.values_list("pk", flat=True))
