@@ -156,6 +156,24 @@ def agent_for_thread(*, project: Project, name: str) -> Agent:
     return agent
 
 
+def agent_thread_create(*, project: Project, name: str, **fields: Any) -> Thread:
+    """A new thread of ``project`` bound to its agent ``name`` (POST /threads ``agent``);
+    ``fields`` as working.thread_create takes them.
+
+    Raises InvalidInput (``agent``, unknown_agent) when the project has no such agent,
+    also when the agent is deleted while the thread is being created: the thread's
+    foreign key then fails at its commit and nothing is written (agent_delete locks the
+    agent and counts its threads, so one of the two always loses cleanly)."""
+    agent = agent_for_thread(project=project, name=name)
+    try:
+        return working.thread_create(project=project, agent=agent, **fields)
+    except IntegrityError:
+        if Agent.objects.filter(pk=agent.pk).exists():
+            raise
+        agent_for_thread(project=project, name=name)  # raises unknown_agent unless redefined
+        raise
+
+
 def agent_tools(*, agent: Agent) -> list[ToolSpec]:
     """The tools offered to the agent: the three memory tools when it has memory, else none."""
     return list(notes.TOOL_SPECS) if agent.has_memory else []

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from memoryapp.models import Agent, MemoryNote
+from memoryapp import working
+from memoryapp.models import Agent, MemoryNote, Thread
 from tests.conftest import BASE, Api
 
 AGENTS = "/v1/memory/agents"
@@ -315,3 +316,30 @@ def test_it_deletes_only_the_agent_of_the_keys_project(api: Api, outsider_api: A
     resp = outsider_api.delete(f"{AGENTS}/dm")
     assert (resp.status_code, resp.json()) == (404, {"error": "Agent not found"})
     assert Agent.objects.filter(name="dm").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)  # the foreign key is checked when the insert commits
+def test_a_thread_created_while_its_agent_is_deleted_is_a_400_not_a_500(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The race a tester hit (6 of 15 tries): the agent is found, then deleted before the
+    # thread's insert commits; the insert's foreign key fails at the commit.
+    assert put(api, "racer", {"systemPrompt": "x"}).status_code == 201
+    create = working.thread_create
+
+    def deleted_first(**kwargs: Any) -> Any:
+        assert api.delete(f"{AGENTS}/racer").status_code == 204
+        return create(**kwargs)
+
+    monkeypatch.setattr(working, "thread_create", deleted_first)
+    resp = api.post(f"{BASE}/threads", {"dataset": "race", "agent": "racer"})
+    assert resp.status_code == 400
+    assert resp.json() == {
+        "error": "Validation error",
+        "issues": [{
+            "path": ["agent"],
+            "message": "No agent named 'racer' in this project; define it with PUT /v1/memory/agents/{name}",
+            "code": "unknown_agent",
+        }],
+    }
+    assert Thread.objects.filter(dataset="race").count() == 0

@@ -41,18 +41,17 @@ router = Router(tags=["working memory"])
 
 @router.post("/threads", response={201: ThreadOut, **ERRORS}, summary="Create a thread")
 def create_thread(request: HttpRequest, payload: ThreadIn) -> Status[dict[str, Any]]:
+    fields: dict[str, Any] = {
+        "dataset": payload.dataset,
+        "tags": payload.tags,
+        "metadata": payload.metadata,
+        "auto_compact_threshold": payload.autoCompactThreshold,
+    }
     project = request_project(request)
-    agent = None
-    if payload.agent is not None:
-        agent = agents.agent_for_thread(project=project, name=payload.agent)
-    thread = working.thread_create(
-        project=project,
-        agent=agent,
-        dataset=payload.dataset,
-        tags=payload.tags,
-        metadata=payload.metadata,
-        auto_compact_threshold=payload.autoCompactThreshold,
-    )
+    if payload.agent is None:
+        thread = working.thread_create(project=project, **fields)
+    else:
+        thread = agents.agent_thread_create(project=project, name=payload.agent, **fields)
     return Status(201, serializers.thread_to_dict(thread))
 
 
