@@ -41,7 +41,11 @@ from memoryapp.wsgipool import PooledWsgi  # noqa: E402
 from playground.routing import websocket_urlpatterns  # noqa: E402
 
 # The hot routes' happy path is served before Django (memoryapp.fastpath; HTTP_FAST_PATH).
-_pooled_http = PooledWsgi(django_wsgi_app, workers=int(settings.HTTP_WORKER_THREADS), fast=fast_path)
+# On a SQLite file it is served on the event loop itself where nothing can wait
+# (fast_path.inline; HTTP_FAST_PATH_INLINE).
+_pooled_http = PooledWsgi(
+    django_wsgi_app, workers=int(settings.HTTP_WORKER_THREADS), fast=fast_path, inline=fast_path.inline
+)
 
 
 # Largest body read at all; Django refuses anything over DATA_UPLOAD_MAX_MEMORY_SIZE with

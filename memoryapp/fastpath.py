@@ -40,6 +40,7 @@ the append again.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import re
@@ -50,11 +51,17 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.core import signals
-from django.core.cache import caches, close_caches
+from django.core.cache import DEFAULT_CACHE_ALIAS, caches, close_caches
 from django.core.cache.backends.base import BaseCache
 from django.core.handlers.base import reset_urlconf
 from django.core.handlers.wsgi import WSGIHandler, WSGIRequest
-from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections, reset_queries
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    DatabaseError,
+    close_old_connections,
+    connections,
+    reset_queries,
+)
 from django.dispatch import Signal
 from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
@@ -64,17 +71,26 @@ from django.utils.module_loading import import_string
 from ninja.operation import Operation
 from ninja.params.models import BodyModel, PathModel
 
+from memoryapp import sql
 from memoryapp.api import api
 from memoryapp.api import working as views
 from memoryapp.api.auth import request_project
 from memoryapp.errors import IdempotencyConflict, InvalidInput, ThreadNotFound
 from memoryapp.middleware import _ChainHandler
+from memoryapp.results import AppendResult
 from memoryapp.validation import UUID_PATTERN
 
 logger = logging.getLogger(__name__)
 
 # Status, headers as the ASGI server sends them (lower-case names), body.
 Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
+# What an inline run leaves to a pool thread: the rest of the request, giving its answer.
+Later = Callable[[], Answer]
+# Runs a job on a pool thread, nobody waiting for it (memoryapp.wsgipool.PooledWsgi.later).
+Defer = Callable[[Callable[[], object]], None]
+# What _respond gives: (status, body dict, replayed), a response made, or None (declined).
+_Responded = tuple[int, dict[str, Any], bool] | HttpResponseBase | None
+_LOCAL_MEMORY_CACHE = "django.core.cache.backends.locmem.LocMemCache"
 
 # What the domain raises before it writes anything: Django then answers it.
 _BEFORE_ANY_WRITE = (ThreadNotFound, IdempotencyConflict, InvalidInput)
@@ -326,6 +342,37 @@ class FastPath:
 
     def __call__(self, environ: dict[str, Any], body: bytes) -> Answer | None:
         """The answer to the request ``environ`` with ``body``; None declines it."""
+        found = self._happy(environ, body)
+        if found is None:
+            return None
+        answer = self._serve(*found, defer=None)
+        assert not callable(answer)  # only an inline append leaves work for later
+        return answer
+
+    def inline(self, environ: dict[str, Any], body: bytes, defer: Defer) -> Answer | Later | None:
+        """The answer to ``environ`` served on the server's event loop without waiting for
+        anything (memoryapp.wsgipool calls it there); None leaves the request to a pool
+        thread, as it was before anything was written.
+
+        Only where nothing on this path can wait (``inline_allowed``). Reads then run on
+        the loop thread's own connection; an append runs in sql.no_waiting (a taken lock
+        declines it: nothing was written) and hands its upkeep to ``defer`` (run on a pool
+        thread, nobody waiting). An append that tripped its thread's auto-compaction
+        returns the rest as a ``Later`` for a pool thread: the compaction (a model call),
+        then the answer.
+        """
+        if not inline_allowed():
+            return None
+        found = self._happy(environ, body)
+        if found is None:
+            return None
+        return self._serve(*found, defer=defer)
+
+    def _happy(
+        self, environ: dict[str, Any], body: bytes
+    ) -> tuple[_Routes, str, str, WSGIRequest, dict[str, Any]] | None:
+        """The route, thread id, request and parameters of a happy-path request; None
+        when it is not one. Nothing here has a side effect."""
         # The cheap checks first: every other request passes here too.
         if environ["REQUEST_METHOD"] != "POST" or not settings.HTTP_FAST_PATH:
             return None
@@ -339,7 +386,7 @@ class FastPath:
             request, values = self._happy_request(routes, match[2], match[1], environ, body)
         except _Declined:
             return None
-        return self._serve(routes, match[2], match[1], request, values)
+        return routes, match[2], match[1], request, values
 
     def _happy_request(
         self, routes: _Routes, kind: str, thread_id: str, environ: dict[str, Any], body: bytes
@@ -364,39 +411,78 @@ class FastPath:
         return request, values
 
     def _serve(
-        self, routes: _Routes, kind: str, thread_id: str, request: WSGIRequest, values: dict[str, Any]
-    ) -> Answer | None:
-        """Authenticate, call the domain and answer; None when declined before any write."""
+        self,
+        routes: _Routes,
+        kind: str,
+        thread_id: str,
+        request: WSGIRequest,
+        values: dict[str, Any],
+        defer: Defer | None,
+    ) -> Answer | Later | None:
+        """Authenticate, call the domain and answer; None when declined before any write.
+        With ``defer`` it is the inline run (``inline``)."""
         # As Django's WSGIHandler: request_started's work before any database use (a
         # stale connection is closed), request_finished's once answered.
         _upkeep(signals.request_started, _STARTED_KEYS, False, request.environ)
         try:
-            answered = self._respond(routes, kind, thread_id, request, values)
-            if isinstance(answered, HttpResponseBase):
-                return _django_answer(routes, request, answered)
-            if answered is None:
-                return None
-            status, data, replayed = answered
-            content = api.renderer.render(request, data, response_status=status).encode()
-            secure = request.is_secure()
+            if defer is None:
+                answered = self._respond(routes, kind, thread_id, request, values, inline=False)
+            else:
+                answered = self._respond_inline(routes, kind, thread_id, request, values, defer)
+            if isinstance(answered, AppendResult):
+                return functools.partial(self._finish_append, routes, request, answered)
+            return _answer(routes, request, answered)
+        finally:
+            _upkeep(signals.request_finished, _FINISHED_KEYS, True, None)
+
+    def _respond_inline(
+        self,
+        routes: _Routes,
+        kind: str,
+        thread_id: str,
+        request: WSGIRequest,
+        values: dict[str, Any],
+        defer: Defer,
+    ) -> _Responded | AppendResult:
+        """_respond in sql.no_waiting; the upkeep it left goes to ``defer``."""
+        try:
+            with sql.no_waiting() as deferred:
+                answered = self._respond(routes, kind, thread_id, request, values, inline=True)
+        except DatabaseError:  # the connection could not be set up: a pool thread tries
+            return None
+        if deferred:
+            defer(functools.partial(_run_later, deferred))
+        return answered
+
+    def _finish_append(self, routes: _Routes, request: WSGIRequest, appended: AppendResult) -> Answer:
+        """On a pool thread: the auto-compaction an inline append tripped, then its answer
+        (what _respond does after the append)."""
+        _upkeep(signals.request_started, _STARTED_KEYS, False, request.environ)
+        try:
             try:
-                headers = routes.headers.make(request, status, replayed, secure, len(content))
-            except LookupError:
-                logger.exception("HTTP fast path off: the API middleware's headers are not fixed")
-                routes.broken = True
-                response = HttpResponse(content, status=status, content_type=api.get_content_type())
-                if replayed:
-                    response["Idempotent-Replayed"] = "true"
-                return _django_answer(routes, request, response)
-            return status, headers, content
+                data, replayed = views.append_body(appended)
+                answered: _Responded = (201, data, replayed)
+            except Exception as exc:
+                answered = api.on_exception(request, exc)
+            answer = _answer(routes, request, answered)
+            assert answer is not None
+            return answer
         finally:
             _upkeep(signals.request_finished, _FINISHED_KEYS, True, None)
 
     def _respond(
-        self, routes: _Routes, kind: str, thread_id: str, request: WSGIRequest, values: dict[str, Any]
-    ) -> tuple[int, dict[str, Any], bool] | HttpResponseBase | None:
+        self,
+        routes: _Routes,
+        kind: str,
+        thread_id: str,
+        request: WSGIRequest,
+        values: dict[str, Any],
+        inline: bool,
+    ) -> _Responded | AppendResult:
         """(status, body dict, replayed) of the happy path; None when declined before any
-        write; ninja's error response for anything raised after it."""
+        write; ninja's error response for anything raised after it. ``inline``: a taken
+        write lock or a busy read declines too, and an append that tripped the thread's
+        auto-compaction is returned as it was stored, for a pool thread to finish."""
         operation = routes.operations[kind]
         try:
             key = operation.auth_callbacks[0](request)  # ApiKeyAuth: the key, counted
@@ -414,8 +500,10 @@ class FastPath:
                         payload=values["payload"],
                         key=values["key"],
                     )
-                except _BEFORE_ANY_WRITE:
+                except (*_BEFORE_ANY_WRITE, sql.WritersBusy):
                     return None
+                if inline and appended.compaction_due:
+                    return appended
                 data, replayed = views.append_body(appended)
                 return 201, data, replayed
             try:
@@ -424,11 +512,67 @@ class FastPath:
                 )
             except ThreadNotFound:
                 return None
+            except DatabaseError:
+                if inline:  # a read that found the database busy: a pool thread reads again
+                    return None
+                raise
             return 200, data, False
         except Exception as exc:
             # After the write (or a failure ninja answers itself): what the view would
             # answer, through the same exception handlers.
             return api.on_exception(request, exc)
+
+
+def _answer(routes: _Routes, request: WSGIRequest, answered: _Responded) -> Answer | None:
+    """What _respond gave, as the server sends it: the happy path's body rendered by the
+    API's renderer with the headers Django would send, a response through the API
+    middleware (_django_answer), or None (declined)."""
+    if isinstance(answered, HttpResponseBase):
+        return _django_answer(routes, request, answered)
+    if answered is None:
+        return None
+    status, data, replayed = answered
+    content = api.renderer.render(request, data, response_status=status).encode()
+    secure = request.is_secure()
+    try:
+        headers = routes.headers.make(request, status, replayed, secure, len(content))
+    except LookupError:
+        logger.exception("HTTP fast path off: the API middleware's headers are not fixed")
+        routes.broken = True
+        response = HttpResponse(content, status=status, content_type=api.get_content_type())
+        if replayed:
+            response["Idempotent-Replayed"] = "true"
+        return _django_answer(routes, request, response)
+    return status, headers, content
+
+
+def _run_later(jobs: list[Callable[[], object]]) -> None:
+    """On a pool thread: the upkeep inline appends left (each job logs its own failure),
+    with the connection handling of a request around it."""
+    close_old_connections()
+    try:
+        for job in jobs:
+            job()
+    finally:
+        close_old_connections()
+
+
+def inline_allowed() -> bool:
+    """Whether requests may be served on the event loop (``FastPath.inline``): the
+    setting HTTP_FAST_PATH_INLINE is on, the one database is a SQLite file (whose reads
+    never wait for a writer in WAL mode, and whose append can try its lock without
+    waiting), and the rate limit needs no network round trip (off, or counted in a
+    local-memory cache). PostgreSQL (a network round trip, row locks) and a Redis-backed
+    rate limit are served from the pool as before."""
+    if not settings.HTTP_FAST_PATH_INLINE or len(connections.settings) != 1:
+        return False
+    db = connections[DEFAULT_DB_ALIAS]
+    name = str(db.settings_dict["NAME"])
+    if db.vendor != "sqlite" or name == ":memory:" or name.startswith("file:"):
+        return False
+    if not settings.MEMORY_API_RATE_LIMIT:
+        return True
+    return bool(caches.settings[DEFAULT_CACHE_ALIAS]["BACKEND"] == _LOCAL_MEMORY_CACHE)
 
 
 def _django_answer(routes: _Routes, request: WSGIRequest, answered: HttpResponseBase) -> Answer:

@@ -180,6 +180,10 @@ HTTP_READ_TIMEOUT_SECONDS = env_float("HTTP_READ_TIMEOUT_SECONDS", 30.0)
 # Serve the happy path of POST .../messages and .../prepare before Django's handler
 # (memoryapp.fastpath; the same answers, less time per call). Off: Django serves all.
 HTTP_FAST_PATH = env_bool("MEMORY_HTTP_FAST_PATH", True)
+# Serve that happy path on the server's event loop where nothing on it can wait (a SQLite
+# file database; a rate limit off or counted in local memory), not on a pool thread:
+# memoryapp.fastpath.inline_allowed, docs/decisions.md "Hot paths on the event loop".
+HTTP_FAST_PATH_INLINE = env_bool("MEMORY_HTTP_FAST_PATH_INLINE", True)
 
 # --- Channels (live updates) ------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "")

@@ -89,6 +89,64 @@ class WindowHead:
 _lock_files = threading.local()
 
 
+class WritersBusy(Exception):
+    """An append inside ``no_waiting`` found the write lock taken (another appender in
+    the queue, or any writer holding SQLite's lock): nothing was written, and the caller
+    runs it again where it may wait (memoryapp.fastpath hands it to a pool thread)."""
+
+
+_no_wait = threading.local()
+
+
+@contextmanager
+def no_waiting() -> Iterator[list[Callable[[], object]]]:
+    """Within it, this thread's appends never wait for a lock, and their upkeep is left
+    to the caller (SQLite file databases; issue 11's inline fast path).
+
+    memoryapp.fastpath runs an append on the server's event loop, which must never block:
+    writers_queue's flocks are tried without waiting and the IMMEDIATE transaction's
+    BEGIN with SQLite's busy timeout at 0 on this thread's connection, so a taken lock
+    raises WritersBusy before anything is written. The connection also never runs
+    SQLite's automatic checkpoint (two fsyncs inside a COMMIT): the pool threads'
+    connections keep it as the net. What message_append runs after its commit (the
+    search-index catch-up, the WAL checkpoint) is appended to the list this yields
+    instead of being run (working.message_append's ``_after_commit``), for the caller to
+    run where waiting is fine. Not reentrant; settings stay on the connection, which
+    only this thread uses.
+    """
+    wrapper = connections[DEFAULT_DB_ALIAS]
+    wrapper.ensure_connection()
+    raw = wrapper.connection
+    if getattr(_no_wait, "connection", None) is not raw:
+        with wrapper.wrap_database_errors:
+            raw.execute("PRAGMA busy_timeout=0")
+            raw.execute("PRAGMA wal_autocheckpoint=0")
+        _no_wait.connection = raw
+    deferred: list[Callable[[], object]] = []
+    _no_wait.deferred = deferred
+    try:
+        yield deferred
+    finally:
+        _no_wait.deferred = None
+
+
+def deferred_upkeep() -> list[Callable[[], object]] | None:
+    """The list no_waiting collects upkeep in, when this thread is inside it; else None."""
+    deferred: list[Callable[[], object]] | None = getattr(_no_wait, "deferred", None)
+    return deferred
+
+
+def _flock(fd: int, wait: bool) -> None:
+    """Take the exclusive flock on ``fd``; WritersBusy at once if taken and not ``wait``."""
+    if wait:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise WritersBusy() from None
+
+
 @contextmanager
 def writers_queue() -> Iterator[None]:
     """Queue this thread behind the other appenders of the database (SQLite only).
@@ -108,6 +166,7 @@ def writers_queue() -> Iterator[None]:
     every holder's transaction and took the CPU from it: on 2 cores a holder lost its
     core for milliseconds in 1 append of 10 (docs/performance.md). Waiters now queue on the
     turnstile, which changes hands only as a holder leaves: nobody wakes while one works.
+    Inside no_waiting a taken flock raises WritersBusy instead of waiting.
     """
     name = str(connection.settings_dict["NAME"])
     if connection.vendor != "sqlite" or name == ":memory:" or name.startswith("file:"):
@@ -121,9 +180,10 @@ def writers_queue() -> Iterator[None]:
             os.open(name + ".append-lock", os.O_RDWR | os.O_CREAT, 0o600),
         )
     turnstile, lock = fds
-    fcntl.flock(turnstile, fcntl.LOCK_EX)
+    wait = deferred_upkeep() is None
+    _flock(turnstile, wait)
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        _flock(lock, wait)
     except BaseException:
         fcntl.flock(turnstile, fcntl.LOCK_UN)
         raise
@@ -200,7 +260,7 @@ def append_transaction() -> Iterator[Writer]:
     wrapper.ensure_connection()
     raw = wrapper.connection
     with writers_queue(), wrapper.wrap_database_errors:
-        raw.execute("BEGIN IMMEDIATE")
+        _begin_immediate(raw)
         try:
             yield SqliteWriter(raw)
             raw.execute("COMMIT")
@@ -211,6 +271,22 @@ def append_transaction() -> Iterator[Writer]:
                 except sqlite3.Error:
                     wrapper.close()  # a connection that cannot roll back is not reused
             raise
+
+
+def _begin_immediate(raw: sqlite3.Connection) -> None:
+    """BEGIN IMMEDIATE on ``raw``; inside no_waiting, WritersBusy if SQLite's write lock
+    is taken (the busy timeout is 0 there, so SQLite says so at once)."""
+    try:
+        raw.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if deferred_upkeep() is not None and exc.sqlite_errorcode & 0xFF in _BUSY_CODES:
+            raise WritersBusy() from exc
+        raise
+
+
+# Primary result codes (an extended code's low byte): the lock is taken, or a
+# shared-cache database's table is locked.
+_BUSY_CODES = frozenset((sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED))
 
 
 def time_ordered_id() -> uuid.UUID:

@@ -16,7 +16,7 @@ import re
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 from django.conf import settings
@@ -441,12 +441,23 @@ def _after_commit(upkeep: sql.Upkeep) -> None:
     """Run what the append left for after its commit, outside the writers queue (SQLite:
     the search-index catch-up, then a WAL checkpoint). A failure leaves the work for the
     next time (rows stay queued for recall's or the next batch's catch-up; SQLite's own
-    checkpoint) and never fails the stored append."""
+    checkpoint) and never fails the stored append. Inside sql.no_waiting it is handed to
+    that caller instead, to run where waiting is fine."""
     jobs: list[tuple[Callable[[], object], str]] = []
     if upkeep.index:
         jobs.append((sql.search_index_catch_up, "search index catch-up"))
     if upkeep.checkpoint:
         jobs.append((sql.wal_checkpoint, "WAL checkpoint"))
+    if not jobs:
+        return
+    deferred = sql.deferred_upkeep()
+    if deferred is not None:
+        deferred.append(partial(_run_upkeep, jobs))
+        return
+    _run_upkeep(jobs)
+
+
+def _run_upkeep(jobs: list[tuple[Callable[[], object], str]]) -> None:
     for job, what in jobs:
         try:
             job()

@@ -35,6 +35,11 @@ logger = logging.getLogger(__name__)
 Response = tuple[int, list[tuple[bytes, bytes]], bytes]
 # A fast handler gives a Response (headers encoded as _encode encodes WSGI's) or None.
 FastHandler = Callable[[dict[str, Any], bytes], "Response | None"]
+# Runs a job on a pool thread, nobody waiting for it (PooledWsgi.later).
+Defer = Callable[[Callable[[], object]], None]
+# An inline handler, called on the event loop with the environ, the body and ``later``:
+# a Response, what gives it on a pool thread, or None (the pool serves the request).
+InlineHandler = Callable[[dict[str, Any], bytes, Defer], "Response | Callable[[], Response] | None"]
 
 
 class PooledWsgi:
@@ -42,14 +47,22 @@ class PooledWsgi:
 
     ``fast``, when given, is asked first in the same pool thread with the environ and
     the body: its answer is the response, None hands the request to ``app``
-    (memoryapp.fastpath).
+    (memoryapp.fastpath). ``inline``, when given, is asked before that on the event
+    loop itself, as synchronous code (``_off_loop``): it must never wait (for a lock,
+    the network, a model); its answer is sent at once, what it returns to finish on a
+    pool thread is run there, and None hands the request to the pool as usual.
     """
 
     def __init__(
-        self, app: Callable[..., Iterable[bytes]], workers: int, fast: FastHandler | None = None
+        self,
+        app: Callable[..., Iterable[bytes]],
+        workers: int,
+        fast: FastHandler | None = None,
+        inline: InlineHandler | None = None,
     ) -> None:
         self.app = app
         self.fast = fast
+        self.inline = inline
         self.crew = _Crew(workers, "http")
         # The threads end once this pool is gone (tests make pools of their own), or at exit.
         weakref.finalize(self, self.crew.stop)
@@ -57,24 +70,40 @@ class PooledWsgi:
     async def __call__(self, scope: dict[str, Any], body: bytes, send: Any) -> None:
         """Run the request described by ``scope`` with ``body`` and send its response."""
         environ = wsgi_environ(scope, body)
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Response] = loop.create_future()
-        self.crew.submit(functools.partial(contextvars.copy_context().run, self._run, environ, body, loop, future))
-        status, headers, content = await future
+        response: Response | None = None
+        if self.inline is not None:
+            answer = _off_loop(self.inline, environ, body, self.later)
+            if callable(answer):
+                response = await self._pooled(answer)
+            else:
+                response = answer
+        if response is None:
+            response = await self._pooled(functools.partial(self._respond, environ, body))
+        status, headers, content = response
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": content})
 
+    async def _pooled(self, produce: Callable[[], Response]) -> Response:
+        """What ``produce`` returns (or raises), run on a pool thread."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Response] = loop.create_future()
+        self.crew.submit(functools.partial(contextvars.copy_context().run, self._run, produce, loop, future))
+        return await future
+
+    def later(self, job: Callable[[], object]) -> None:
+        """Run ``job`` on a pool thread; nobody waits for it (a failure is logged)."""
+        self.crew.submit(functools.partial(_unawaited, job))
+
     def _run(
         self,
-        environ: dict[str, Any],
-        body: bytes,
+        produce: Callable[[], Response],
         loop: asyncio.AbstractEventLoop,
         future: asyncio.Future[Response],
     ) -> Callable[[], None]:
-        """In a pool thread: the response, or what the app raised, and what hands it to
-        ``future`` (the crew calls it once this thread counts as idle again)."""
+        """In a pool thread: the response, or what producing it raised, and what hands it
+        to ``future`` (the crew calls it once this thread counts as idle again)."""
         try:
-            outcome: tuple[Response | None, BaseException | None] = (self._respond(environ, body), None)
+            outcome: tuple[Response | None, BaseException | None] = (produce(), None)
         except BaseException as exc:  # handed to the awaiting coroutine, raised there
             outcome = (None, exc)
         return functools.partial(_hand_back, loop, future, *outcome)
@@ -102,6 +131,10 @@ class PooledWsgi:
         return int(status.split(" ", 1)[0]), _encode(headers), b"".join(written)
 
 
+# A pool job: it returns what hands its outcome on (called once its thread is idle), or None.
+_Job = Callable[[], "Callable[[], None] | None"]
+
+
 class _Crew:
     """Up to ``size`` long-lived threads running the jobs given to ``submit``, in order.
 
@@ -120,12 +153,12 @@ class _Crew:
 
     def __init__(self, size: int, name: str) -> None:
         self.size, self.name = size, name
-        self.jobs: queue.SimpleQueue[Callable[[], Callable[[], None]] | None] = queue.SimpleQueue()
+        self.jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self.threads: list[threading.Thread] = []
         self.idle = 0  # threads waiting for a job, less the jobs already promised to them
         self.lock = threading.Lock()
 
-    def submit(self, job: Callable[[], Callable[[], None]]) -> None:
+    def submit(self, job: _Job) -> None:
         """Run ``job`` on an idle thread, on a new one, or after the jobs queued before it."""
         with self.lock:
             if self.idle:
@@ -168,6 +201,38 @@ class _Crew:
         for thread in threads:
             if thread is not threading.current_thread():
                 thread.join()
+
+
+def _unawaited(job: Callable[[], object]) -> None:
+    """A pool job nobody awaits: run it, log what it raised, hand nothing back."""
+    try:
+        job()
+    except Exception:
+        logger.exception("a job left for the pool failed")
+
+
+# One context per event loop thread for inline handlers, so what they keep in context
+# variables (Django's caches) lasts from one request to the next, as on a pool thread.
+_inline_contexts = threading.local()
+
+
+def _off_loop(handler: InlineHandler, *args: Any) -> Response | Callable[[], Response] | None:
+    """``handler(*args)`` called on the event loop's thread as synchronous code.
+
+    While it runs no event loop counts as running in this thread, so Django's guard
+    against blocking a loop (SynchronousOnlyOperation) lets its database calls through:
+    the handler is one that never waits (PooledWsgi's ``inline``). It runs in this
+    thread's own context (``_inline_contexts``), not the request task's copy.
+    """
+    context = getattr(_inline_contexts, "context", None)
+    if context is None:
+        context = _inline_contexts.context = contextvars.Context()
+    loop = asyncio._get_running_loop()
+    asyncio._set_running_loop(None)
+    try:
+        return context.run(handler, *args)
+    finally:
+        asyncio._set_running_loop(loop)
 
 
 def _encode(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:

@@ -562,16 +562,23 @@ def test_it_sends_the_request_signals_when_anything_else_listens(settings: Any, 
 
 
 @pytest.mark.django_db(transaction=True)
-def test_it_returns_the_connection_it_used_after_each_request(clock: Clock, django_entered: list[str]) -> None:
-    """request_finished's work, done directly: the pool thread's connection is closed when
-    obsolete (CONN_MAX_AGE; PostgreSQL's pool takes it back), as close_old_connections does."""
+@pytest.mark.parametrize("where", ["pool", "inline"])
+def test_it_returns_the_connection_it_used_after_each_request(
+    clock: Clock, django_entered: list[str], settings: Any, where: str
+) -> None:
+    """request_finished's work, done directly: the connection of the thread that served
+    the request (a pool thread, or the event loop's inline) is closed when obsolete
+    (CONN_MAX_AGE; PostgreSQL's pool takes it back), as close_old_connections does."""
     from memoryapp.wsgipool import PooledWsgi
 
+    settings.HTTP_FAST_PATH_INLINE = where == "inline"
     side = Side.make("upkeep")
     closed: list[str] = []
     pooled: PooledWsgi = asgi._pooled_http
 
-    def obsolete(environ: dict[str, Any], body: bytes) -> Any:
+    @contextmanager
+    def obsolete() -> Iterator[None]:
+        connection.ensure_connection()  # an event loop thread may not have one yet
         connection.close_at = 0.0  # past its age: the next upkeep closes it
         original = connection.close
 
@@ -581,16 +588,24 @@ def test_it_returns_the_connection_it_used_after_each_request(clock: Clock, djan
 
         connection.close = close  # type: ignore[method-assign]
         try:
-            return fast_path(environ, body)
+            yield
         finally:
             del connection.close
 
-    original_fast = pooled.fast
-    pooled.fast = obsolete
+    def fast(environ: dict[str, Any], body: bytes) -> Any:
+        with obsolete():
+            return fast_path(environ, body)
+
+    def inline(environ: dict[str, Any], body: bytes, defer: Any) -> Any:
+        with obsolete():
+            return fast_path.inline(environ, body, defer)
+
+    original = pooled.fast, pooled.inline
+    pooled.fast, pooled.inline = fast, inline
     try:
         method, path, body, headers = _post("prepare")(side)
         status, _, _ = call(method, path, body, headers)
     finally:
-        pooled.fast = original_fast
+        pooled.fast, pooled.inline = original
     assert status == 200 and not django_entered
     assert closed  # request_started's check already found it past its age
