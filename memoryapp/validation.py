@@ -34,6 +34,9 @@ from pydantic_core import PydanticCustomError
 # The largest value the integer columns (tokens, latency) hold on every database:
 # PostgreSQL's ``integer``. Anything larger would fail in the database, not here.
 INT32_MAX = 2**31 - 1
+# The largest sequence number a column holds (PostgreSQL's ``bigint``): a query's
+# ``before`` / ``after`` past it is refused, not clamped (docs/decisions.md, "API errors").
+INT64_MAX = 2**63 - 1
 # Nesting depth allowed in free-form JSON (thread metadata); deeper documents would come
 # close to Python's recursion limit when the database layer serialises them.
 JSON_MAX_DEPTH = 32

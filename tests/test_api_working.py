@@ -858,7 +858,32 @@ def test_it_returns_an_empty_page_beyond_the_ends(api: Api, six: str) -> None:
         "hasMore": False,
     }
     assert numbers(api.get(messages_url(six), after=6)) == []
-    assert numbers(api.get(messages_url(six), before=10**30, order="desc", limit=1)) == [6]
+    assert numbers(api.get(messages_url(six), before=2**63 - 1, order="desc", limit=1)) == [6]
+    assert numbers(api.get(messages_url(six), after=2**63 - 1)) == []
+
+
+@pytest.mark.parametrize("name", ["before", "after"])
+@pytest.mark.parametrize("value", [str(2**63), "99999999999999999999", "1" + "0" * 40])
+def test_it_refuses_a_sequence_number_past_bigint_naming_it(
+    api: Api, six: str, name: str, value: str
+) -> None:
+    """No sequence number is that large (the column is a bigint); it was read as "no
+    bound" (200), now 400 naming the parameter, on SQLite and PostgreSQL alike."""
+    resp = api.get(messages_url(six), **{name: value})
+
+    assert (resp.status_code, resp.json()) == (
+        400,
+        {
+            "error": "Validation error",
+            "issues": [
+                {
+                    "path": [name],
+                    "message": "Input should be less than or equal to 9223372036854775807",
+                    "code": "less_than_equal",
+                }
+            ],
+        },
+    )
 
 
 def test_it_lists_compacted_rows_and_the_summary(api: Api, six: str) -> None:

@@ -23,6 +23,7 @@ from pydantic_core import PydanticCustomError
 
 from memoryapp.validation import (
     INT32_MAX,
+    INT64_MAX,
     PAGE_LIMIT_MAX,
     Content,
     Cursor,
@@ -284,11 +285,14 @@ class MessageOut(_Out):
 
 
 class MessageListQuery(Schema):
-    """GET .../messages query (spec 002; ``after`` from DESIGN.md section 6 item 8)."""
+    """GET .../messages query (spec 002; ``after`` from DESIGN.md section 6 item 8).
+
+    ``before`` and ``after`` are sequence numbers, so at most INT64_MAX (a larger one is
+    400 naming it, not read as "no bound")."""
 
     limit: Annotated[int, Field(ge=1, le=PAGE_LIMIT_MAX)] = 20
-    before: Annotated[int, Field(ge=1)] | None = None
-    after: Annotated[int, Field(ge=0)] | None = None
+    before: Annotated[int, Field(ge=1, le=INT64_MAX)] | None = None
+    after: Annotated[int, Field(ge=0, le=INT64_MAX)] | None = None
     order: Literal["asc", "desc"] = "asc"
 
 
