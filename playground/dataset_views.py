@@ -8,13 +8,14 @@ the same as GET /v1/memory/datasets/{dataset}/export.
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponseBadRequest, StreamingHttpResponse
+from django.http import Http404, HttpRequest, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.views.decorators.http import require_GET
 
 from memoryapp import datasets
 from memoryapp.validation import DATASET_MAX_LENGTH
 from playground.access import default_project, get_project_for_user
+from playground.pages import bad_request
 
 
 @require_GET
@@ -26,7 +27,7 @@ def dataset_export(request: HttpRequest, dataset: str) -> HttpResponseBase:
     has nothing in it."""
     project = get_project_for_user(request)
     if len(dataset) > DATASET_MAX_LENGTH:
-        return HttpResponseBadRequest("Dataset names have at most 200 characters")
+        return bad_request(request, "Dataset names have at most 200 characters", project=project)
     try:
         parts = datasets.dataset_export(project=project, dataset=dataset)
     except datasets.DatasetNotFound as exc:

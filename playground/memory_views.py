@@ -25,7 +25,7 @@ from typing import TypeVar
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_GET, require_POST
 
@@ -35,7 +35,7 @@ from memoryapp.models import Entity, Fact, Job, Project
 from memoryapp.validation import canonical_uuid
 from playground import memory_selectors as selectors
 from playground.access import default_project, get_project_for_user
-from playground.pages import page, partial, project_url, wants_partial
+from playground.pages import bad_request, page, partial, project_url, wants_partial
 from playground.routing import dataset_socket_path
 
 JOB_STATUSES = [s.value for s in Job.Status]
@@ -69,8 +69,9 @@ def _paged(field: str, read: Callable[[], T]) -> T:
         raise _BadCursor(field) from exc
 
 
-def _bad_cursor(exc: _BadCursor) -> HttpResponse:
-    return HttpResponseBadRequest(f"{exc.field}: malformed cursor (use the page's Older link)")
+def _bad_cursor(request: HttpRequest, project: Project, exc: _BadCursor) -> HttpResponse:
+    message = f"{exc.field}: malformed cursor (use the page's Older link)"
+    return bad_request(request, message, project=project)
 
 
 def _dataset_context(project: Project, dataset: str, request: HttpRequest) -> dict[str, object]:
@@ -135,7 +136,7 @@ def dataset_detail(request: HttpRequest) -> HttpResponse:
     try:
         context = _dataset_context(project, dataset, request)
     except _BadCursor as exc:
-        return _bad_cursor(exc)
+        return _bad_cursor(request, project, exc)
     if wants_partial(request):
         return partial(request, "playground/dataset.html#memory-lists", {"project": project, **context})
     return page(request, "playground/dataset.html", context, project=project)
@@ -153,7 +154,7 @@ def entity_detail(request: HttpRequest, entity_id: uuid.UUID) -> HttpResponse:
     try:
         group, next_cursor = _paged("cursor", lambda: selectors.entity_facts(entity=entity, cursor=cursor))
     except _BadCursor as exc:
-        return _bad_cursor(exc)
+        return _bad_cursor(request, project, exc)
     selectors.sources_attach([*group.current, *group.invalidated])
     context = {
         "entity": entity,
@@ -240,7 +241,8 @@ def job_list(request: HttpRequest) -> HttpResponse:
     project = get_project_for_user(request)
     status = request.GET.get("status", "")
     if status and status not in JOB_STATUSES:
-        return HttpResponseBadRequest(f"status: must be one of {', '.join(JOB_STATUSES)} (or left out)")
+        message = f"status: must be one of {', '.join(JOB_STATUSES)} (or left out)"
+        return bad_request(request, message, project=project)
     context = {
         "jobs": selectors.project_jobs(project=project, status=status),
         "status": status,

@@ -52,6 +52,13 @@ def page(
     return response
 
 
+def bad_request(request: HttpRequest, message: str, *, project: Project | None = None) -> HttpResponse:
+    """The dashboard's 400 for a malformed query parameter: the ``400.html`` page (the
+    site's layout, like 403.html and 404.html) saying ``message``, which names the
+    parameter and what it takes."""
+    return page(request, "400.html", {"message": message}, project=project, status=400)
+
+
 def partial(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
     """Render ``template`` (``page.html#partial``) alone, varying on HX-Request."""
     response = render(request, template, context)

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -33,7 +33,7 @@ from playground.access import (
 )
 from playground.fragments import stats_context
 from playground.job_views import thread_jobs_context
-from playground.pages import page, partial, project_url, thread_fragment, wants_partial
+from playground.pages import bad_request, page, partial, project_url, thread_fragment, wants_partial
 from playground.routing import thread_socket_path
 from playground.templatetags.dashboard import message_range
 
@@ -89,7 +89,8 @@ def thread_list(request: HttpRequest) -> HttpResponse:
     project = get_project_for_user(request)
     filters = forms.ThreadFilterForm(request.GET)
     if not filters.is_valid():
-        return HttpResponseBadRequest("Invalid filter")
+        problems = "; ".join(f"{name}: {' '.join(map(str, errors))}" for name, errors in filters.errors.items())
+        return bad_request(request, problems, project=project)
     return _threads_response(request, project, filters, forms.ThreadCreateForm(project=project))
 
 
@@ -108,7 +109,7 @@ def _threads_response(
             project=project, dataset=dataset, tag=tag, limit=THREADS_PAGE_SIZE, cursor=cursor
         )
     except InvalidInput:
-        return HttpResponseBadRequest("Invalid cursor")
+        return bad_request(request, "cursor: malformed cursor (use the page's Older link)", project=project)
     labels = selectors.thread_openers(threads=threads)
     context: dict[str, Any] = {
         "project": project,
@@ -176,7 +177,7 @@ def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     try:
         before = _before_param(request)
     except ValueError:
-        return HttpResponseBadRequest("before must be a positive integer")
+        return bad_request(request, "before: must be a positive integer", project=thread.project)
     return _thread_page(request, thread, before, forms.ThreadEditForm.for_thread(thread))
 
 
@@ -253,7 +254,7 @@ def thread_compactions(request: HttpRequest, thread_id: uuid.UUID) -> HttpRespon
     try:
         before = _before_param(request)
     except ValueError:
-        return HttpResponseBadRequest("before must be a positive integer")
+        return bad_request(request, "before: must be a positive integer", project=thread.project)
     context = {
         "thread": thread,
         "history": history_selectors.compaction_history(thread=thread, before=before),

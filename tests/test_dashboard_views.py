@@ -84,6 +84,18 @@ def tree(response: Any) -> Node:
     return builder.root
 
 
+def bad_request_text(response: Any) -> str:
+    """What a dashboard 400 says: asserts it is the rendered 400.html page (the site's
+    layout, like 404.html), not a bare-text body, and returns its message."""
+    assert response.status_code == 400
+    assert response["Content-Type"] == "text/html; charset=utf-8"
+    assert [t.name for t in response.templates][:2] == ["400.html", "base.html"]
+    page = tree(response)
+    assert [n.full_text() for n in page.all(lambda n: n.tag == "h1")] == ["Bad request"]
+    [message] = page.by_testid("bad-request")
+    return message.full_text()
+
+
 # --- fixtures -------------------------------------------------------------------------------
 
 
@@ -383,7 +395,12 @@ def test_it_pages_the_thread_list(world: World, monkeypatch: pytest.MonkeyPatch)
 
 def test_it_answers_400_to_a_malformed_cursor(world: World) -> None:
     response = world.client(world.member).get(url("playground:threads", world.project, cursor="%%%"))
-    assert response.status_code == 400
+    assert bad_request_text(response) == "cursor: malformed cursor (use the page's Older link)"
+
+
+def test_it_answers_400_naming_a_malformed_thread_filter(world: World) -> None:
+    response = world.client(world.member).get(url("playground:threads", world.project, dataset="x" * 201))
+    assert bad_request_text(response) == "dataset: Ensure this value has at most 200 characters (it has 201)."
 
 
 def test_it_renders_only_the_thread_list_partial_for_htmx(world: World) -> None:
@@ -576,7 +593,9 @@ def test_it_answers_400_to_a_malformed_before(world: World) -> None:
     client = world.client(world.member)
     for bad in ("x", "0", "-3", "1.5"):
         response = client.get(url("playground:thread", world.project, world.thread.pk, before=bad))
-        assert response.status_code == 400
+        assert bad_request_text(response) == "before: must be a positive integer"
+    history = client.get(url("playground:thread-compactions", world.project, world.thread.pk, before="x"))
+    assert bad_request_text(history) == "before: must be a positive integer"
 
 
 def test_it_escapes_message_content(world: World) -> None:

@@ -34,6 +34,7 @@ from memoryapp.models import (
 )
 from memoryapp.recall import recall
 from tests.conftest import Api
+from tests.test_dashboard_views import bad_request_text
 
 URL = "/v1/memory/datasets"
 # The SQLite full-text tables (migrations 0003/0008 messages, 0007/0011 facts, episodes).
@@ -254,7 +255,8 @@ def test_it_downloads_the_export_from_the_dashboard(client: Client, project: Pro
     assert resp["Content-Disposition"] == 'attachment; filename="dataset-bob.json"'
     assert _streamed(resp)["threads"][0]["metadata"] == {"w": "quintar"}
     assert client.get("/dashboard/datasets/no/body/export/", {"projectId": project.pk}).status_code == 404
-    assert client.get(f"/dashboard/datasets/{'x' * 201}/export/", {"projectId": project.pk}).status_code == 400
+    too_long = client.get(f"/dashboard/datasets/{'x' * 201}/export/", {"projectId": project.pk})
+    assert bad_request_text(too_long) == "Dataset names have at most 200 characters"
     page = client.get(f"/dashboard/threads/?projectId={project.pk}&dataset=bob")
     assert b'data-testid="dataset-export"' in page.content
     page = client.get("/dashboard/memory/dataset/", {"projectId": str(project.pk), "dataset": "bob"})
