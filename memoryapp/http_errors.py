@@ -71,6 +71,44 @@ class BodyTooDeep(ValueError):
     """A request body nests arrays and objects more than BODY_MAX_DEPTH levels."""
 
 
+# The one media type a request body is read as. A body sent without a Content-Type is
+# read as JSON too (a bare ``curl --data-binary`` or a hand-written client may leave it
+# out, and nothing else could be meant); any other type is 415.
+JSON_MEDIA_TYPE = "application/json"
+# How much of a refused Content-Type the 415 repeats.
+_MEDIA_TYPE_SHOWN = 100
+
+
+class UnsupportedMediaType(ValueError):
+    """A request body sent with a Content-Type other than application/json
+    (``media_type``: its type, lower-cased, without parameters)."""
+
+    def __init__(self, media_type: str) -> None:
+        super().__init__(media_type)
+        self.media_type = media_type
+
+
+def media_type_issues(media_type: str) -> list[dict[str, Any]]:
+    """The issue of a 415: the ``Content-Type`` header, naming the type that was sent
+    (cut to 100 characters) and the one to send."""
+    shown = media_type if len(media_type) <= _MEDIA_TYPE_SHOWN else media_type[:_MEDIA_TYPE_SHOWN] + "..."
+    return [
+        {
+            "path": ["Content-Type"],
+            "message": f"Content-Type {shown} is not supported: send the body as {JSON_MEDIA_TYPE}",
+            "code": "unsupported_media_type",
+        }
+    ]
+
+
+def body_media_type_check(request: HttpRequest) -> None:
+    """UnsupportedMediaType unless the request's Content-Type is application/json (any
+    parameters, such as a charset) or absent."""
+    media_type = (request.content_type or "").strip()
+    if media_type and media_type != JSON_MEDIA_TYPE:
+        raise UnsupportedMediaType(media_type)
+
+
 _JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
 _BRACKET = re.compile(rb"[\[\]{}]")
 
@@ -90,11 +128,18 @@ def body_depth(body: bytes) -> int:
 
 
 class JsonBodyParser(Parser):
-    """ninja's JSON body parser, refusing a body nested past BODY_MAX_DEPTH before
+    """ninja's JSON body parser, refusing a body whose Content-Type is not JSON
+    (UnsupportedMediaType, answered 415) and a body nested past BODY_MAX_DEPTH before
     json.loads (which raised RecursionError near 1000 levels, answered as 'not valid
-    JSON')."""
+    JSON').
+
+    memoryapp.fastpath parses its bodies with this parser too: what it refuses there is
+    handed to Django, which answers it as below."""
 
     def parse_body(self, request: HttpRequest) -> Any:
+        """The request body as JSON; raises UnsupportedMediaType, BodyTooDeep or what
+        json.loads raises."""
+        body_media_type_check(request)
         body = request.body
         # Nested deeper than BODY_MAX_DEPTH takes more opening brackets than that; most
         # bodies have far fewer, and counting them is cheaper than body_depth's scan.
@@ -119,7 +164,8 @@ def install_error_handlers(api: NinjaAPI, answers: Sequence[tuple[type[Exception
     answered with a fixed ``(status, error)``.
 
     Shared: invalid input 400 ``Validation error`` with issues (413 ``Payload too
-    large`` when content is over its limit), a body that is not JSON 400 with
+    large`` when content is over its limit), a body sent as another media type than
+    JSON 415 ``Unsupported media type`` naming it, a body that is not JSON 400 with
     ``invalid_json`` (``too_deep`` past BODY_MAX_DEPTH levels: the API's parser becomes
     JsonBodyParser), a body over the upload limit 413, ninja's 403 (CSRF) and 405,
     ModelCallFailed 502 ``Model call failed`` with ``kind``, ``detail`` and the error's
@@ -139,8 +185,11 @@ def install_error_handlers(api: NinjaAPI, answers: Sequence[tuple[type[Exception
         return respond(request, 400, "Validation error", issues)
 
     def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+        cause = exc.__cause__
+        if exc.status_code == 400 and isinstance(cause, UnsupportedMediaType):
+            return respond(request, 415, "Unsupported media type", media_type_issues(cause.media_type))
         if exc.status_code == 400:  # ninja raises this for a body that is not JSON
-            return respond(request, 400, "Validation error", _unreadable_body(exc.__cause__))
+            return respond(request, 400, "Validation error", _unreadable_body(cause))
         return respond(request, exc.status_code, _HTTP_ERRORS.get(exc.status_code, str(exc)))
 
     def unhandled(request: HttpRequest, exc: Exception) -> HttpResponse:

@@ -176,3 +176,62 @@ def test_the_depth_limit_is_100_levels_and_brackets_in_strings_do_not_count(
     stored = _raw_post(api, path, brackets)
     assert stored.status_code == 201
     assert Message.objects.get(pk=stored.json()["messageId"]).content == "[{" * 1000 + '"[[['
+
+
+def _post_as(api: Api, path: str, body: str, content_type: str | None) -> Any:
+    headers = {"Authorization": f"Bearer {api.key}"}
+    # The test client always sends a Content-Type; "" stands for none (an empty header).
+    return api.client.generic("POST", path, body.encode(), content_type=content_type or "", headers=headers)
+
+
+@pytest.mark.parametrize(
+    ("content_type", "named"),
+    [
+        ("text/plain", "text/plain"),
+        ("text/plain; charset=utf-8", "text/plain"),
+        ("application/x-www-form-urlencoded", "application/x-www-form-urlencoded"),
+        ("Text/JSON", "text/json"),
+        ("application/" + "x" * 200, "application/" + "x" * 88 + "..."),
+    ],
+)
+def test_a_body_sent_as_another_media_type_is_415_naming_it(api: Api, content_type: str, named: str) -> None:
+    """It was read as JSON whatever its Content-Type said (a 201 for text/plain)."""
+    thread_id = api.create_thread()["threadId"]
+    resp = _post_as(api, f"{BASE}/threads/{thread_id}/messages", '{"role": "user", "content": "hi"}', content_type)
+    assert (resp.status_code, resp.json()) == (
+        415,
+        {
+            "error": "Unsupported media type",
+            "issues": [
+                {
+                    "path": ["Content-Type"],
+                    "message": f"Content-Type {named} is not supported: send the body as application/json",
+                    "code": "unsupported_media_type",
+                }
+            ],
+        },
+    )
+    assert Message.objects.count() == 0
+
+
+@pytest.mark.parametrize("route", ["threads", "prepare", "recall", "tools"])
+def test_every_json_route_refuses_a_body_of_another_media_type(api: Api, route: str) -> None:
+    thread_id = api.create_thread()["threadId"]
+    path = {
+        "threads": f"{BASE}/threads",
+        "prepare": f"{BASE}/threads/{thread_id}/prepare",
+        "recall": "/v1/memory/recall",
+        "tools": f"{BASE}/threads/{thread_id}/tools",
+    }[route]
+    resp = _post_as(api, path, "{}", "text/plain")
+    assert (resp.status_code, resp.json()["error"]) == (415, "Unsupported media type")
+    assert Thread.objects.count() == 1
+
+
+@pytest.mark.parametrize("content_type", [None, "application/json", "application/json; charset=utf-8", "Application/JSON"])
+def test_a_json_body_without_a_content_type_or_with_parameters_is_read(api: Api, content_type: str | None) -> None:
+    thread_id = api.create_thread()["threadId"]
+    resp = _post_as(api, f"{BASE}/threads/{thread_id}/messages", '{"role": "user", "content": "hi"}', content_type)
+    assert resp.status_code == 201, resp.content
+    # No body at all needs no Content-Type, whatever one is sent.
+    assert _post_as(api, f"{BASE}/threads/{thread_id}/prepare", "", "text/plain").status_code == 200

@@ -99,8 +99,8 @@ def _post(
             sent.append((b"authorization", f"Bearer {side.revoked}".encode()))
         elif auth is not None:
             sent.append((b"authorization", auth.encode()))
-        for name, value in headers or []:
-            sent = [(n, v) for n, v in sent if n != name] + [(name, value)]
+        for name, value in headers or []:  # an empty value leaves the header out
+            sent = [(n, v) for n, v in sent if n != name] + ([(name, value)] if value else [])
         return method, f"{BASE}/threads/{thread_id}/{route}", payload, sent
 
     return build
@@ -180,6 +180,11 @@ CATALOGUE = [
     Case("NaN", False, _post("messages", raw=b'{"role": "user", "content": "x", "latencyMs": NaN}')),
     Case("prepare, a list", False, _post("prepare", raw=b"[]")),
     Case("prepare, a blank body", False, _post("prepare", raw=b" ")),
+    Case("no Content-Type", True, _post("messages", HI, headers=[(b"content-type", b"")])),
+    Case("Content-Type with a charset", True, _post("prepare", {}, headers=[(b"content-type", b"application/json; charset=utf-8")])),
+    Case("text/plain body", False, _post("messages", HI, headers=[(b"content-type", b"text/plain")])),
+    Case("form body, prepare", False, _post("prepare", {}, headers=[(b"content-type", b"application/x-www-form-urlencoded")])),
+    Case("text/plain, no body", True, _post("prepare", headers=[(b"content-type", b"text/plain")])),
     Case("append once more", True, _post("messages", {**HI, "content": "still served"})),
     Case("prepare at the end", True, _post("prepare", {"messageLimit": 100})),
 ]
@@ -269,6 +274,18 @@ def test_it_answers_exactly_as_django_and_only_the_happy_path(
     assert statuses["append"] == 201 and statuses["prepare, no body"] == 200
     assert statuses["unknown key"] == 401 and statuses["unknown thread"] == 404
     assert statuses["Idempotency-Key conflict"] == 409
+    assert (statuses["text/plain body"], statuses["form body, prepare"]) == (415, 415)
+    unsupported = on[CATALOGUE.index(next(c for c in CATALOGUE if c.name == "text/plain body"))][2]
+    assert json.loads(unsupported) == {
+        "error": "Unsupported media type",
+        "issues": [
+            {
+                "path": ["Content-Type"],
+                "message": "Content-Type text/plain is not supported: send the body as application/json",
+                "code": "unsupported_media_type",
+            }
+        ],
+    }
     assert b'"compacted": true' in on[CATALOGUE.index(next(c for c in CATALOGUE if c.name == "compaction trigger reached"))][2]
     replay = on[CATALOGUE.index(next(c for c in CATALOGUE if c.name == "replay of an Idempotency-Key"))]
     assert (b"idempotent-replayed", b"true") in replay[1]
