@@ -869,7 +869,8 @@ def test_it_refuses_a_sequence_number_past_bigint_naming_it(
 ) -> None:
     """No sequence number is that large (the column is a bigint); it was read as "no
     bound" (200), now 400 naming the parameter, on SQLite and PostgreSQL alike."""
-    resp = api.get(messages_url(six), **{name: value})
+    query: dict[str, Any] = {name: value}
+    resp = api.get(messages_url(six), **query)
 
     assert (resp.status_code, resp.json()) == (
         400,
