@@ -13,7 +13,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from django.core.exceptions import RequestDataTooBig
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
@@ -167,7 +168,8 @@ def install_error_handlers(api: NinjaAPI, answers: Sequence[tuple[type[Exception
     large`` when content is over its limit), a body sent as another media type than
     JSON 415 ``Unsupported media type`` naming it, a body that is not JSON 400 with
     ``invalid_json`` (``too_deep`` past BODY_MAX_DEPTH levels: the API's parser becomes
-    JsonBodyParser), a body over the upload limit 413, ninja's 403 (CSRF) and 405,
+    JsonBodyParser), a body over the upload limit 413, more query parameters than
+    DATA_UPLOAD_MAX_NUMBER_FIELDS 400 (``too_many_parameters``), ninja's 403 (CSRF) and 405,
     ModelCallFailed 502 ``Model call failed`` with ``kind``, ``detail`` and the error's
     ``details``, the database connection lost (OperationalError, InterfaceError) 503
     ``Database unavailable`` with ``Retry-After: 1`` (logged; the request's transaction
@@ -209,6 +211,10 @@ def install_error_handlers(api: NinjaAPI, answers: Sequence[tuple[type[Exception
     def too_large(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
         return respond(request, 413, "Payload too large", BODY_TOO_LARGE)
 
+    def too_many_fields(request: HttpRequest, exc: TooManyFieldsSent) -> HttpResponse:
+        message = f"More than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} query parameters"
+        return respond(request, 400, "Validation error", [{"path": [], "message": message, "code": "too_many_parameters"}])
+
     # exception_handler(), not add_exception_handler(): ninja types the latter's handler
     # as taking the class too.
     handlers: list[tuple[type[Exception], Callable[..., HttpResponse]]] = [
@@ -216,6 +222,7 @@ def install_error_handlers(api: NinjaAPI, answers: Sequence[tuple[type[Exception
         (InvalidInput, invalid),
         (HttpError, http_error),
         (RequestDataTooBig, too_large),
+        (TooManyFieldsSent, too_many_fields),
         (Exception, unhandled),
         (OperationalError, database_lost),
         (InterfaceError, database_lost),

@@ -63,9 +63,9 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memoryapp import events
-from memoryapp.errors import FactNotFound
+from memoryapp.errors import FactNotFound, ThreadNotFound
 from memoryapp.llm.port import ExtractedEntity, ExtractedFact
-from memoryapp.models import Entity, Episode, Fact, Message, Project
+from memoryapp.models import Entity, Episode, Fact, Message, Project, Thread
 from memoryapp.paging import cursor_decode, cursor_encode, cursor_uuid, keyset_page
 from memoryapp.validation import path_id
 
@@ -503,6 +503,7 @@ def fact_list(
     project: Project,
     dataset: str | None = None,
     entity: str | None = None,
+    thread_id: uuid.UUID | None = None,
     include_invalidated: bool = False,
     limit: int = 50,
     cursor: str | None = None,
@@ -510,12 +511,18 @@ def fact_list(
     """``(facts, next_cursor)`` of ``project``, newest ``valid_from`` first.
 
     ``dataset`` narrows to one user scope; ``entity`` (a name, case-insensitive) to facts
-    about it or mentioning it; invalidated facts only with ``include_invalidated``.
-    Raises InvalidInput for a malformed cursor.
+    about it or mentioning it; ``thread_id`` to the facts extracted from that thread's
+    messages; invalidated facts only with ``include_invalidated``. Raises ThreadNotFound
+    when ``thread_id`` is not the project's thread (as episodic.episode_list does),
+    InvalidInput for a malformed cursor.
     """
     qs = _facts_qs().filter(project=project)
     if dataset is not None:
         qs = qs.filter(dataset=dataset)
+    if thread_id is not None:
+        if not Thread.objects.filter(pk=thread_id, project=project).exists():
+            raise ThreadNotFound()
+        qs = qs.filter(thread_id=thread_id)
     if not include_invalidated:
         qs = qs.filter(invalidated_at__isnull=True)
     if entity is not None:

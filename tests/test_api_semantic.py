@@ -324,3 +324,20 @@ def test_migration_0018_backfills_episode_times_from_their_messages(api: Api, cl
 
     assert rows[1][:2] == (at("2026-05-03T10:00:00.000Z"), at("2026-05-04T08:30:00.000Z"))
     assert rows[50][:2] == (rows[50][2], rows[50][2])
+
+
+def test_it_lists_the_facts_of_one_thread(api: Api, outsider_api: Api, clock: Clock) -> None:
+    """?threadId= was ignored (every fact of the project came back); it now keeps the
+    facts extracted from that thread, and refuses a thread that is not the project's as
+    the episode list does."""
+    civic = _episode(api, "I drive a Honda Civic")
+    mara = _episode(api, "my sister is Mara")
+    for made, text in ((civic, "The user drives a Honda Civic."), (mara, "The user's sister is Mara.")):
+        resp = api.get(f"{SEMANTIC}/facts", threadId=made["threadId"])
+        assert [(f["text"], f["threadId"]) for f in resp.json()["facts"]] == [(text, made["threadId"])]
+    assert len(api.get(f"{SEMANTIC}/facts").json()["facts"]) == 2
+    other = outsider_api.create_thread()["threadId"]
+    resp = api.get(f"{SEMANTIC}/facts", threadId=other)
+    assert (resp.status_code, resp.json()) == (404, {"error": "Thread not found"})
+    resp = api.get(f"{SEMANTIC}/facts", threadId="not-a-uuid")
+    assert (resp.status_code, [i["path"] for i in resp.json()["issues"]]) == (400, [["threadId"]])

@@ -1,7 +1,9 @@
 """The /v1 API (django-ninja): one NinjaAPI, its auth, its routers.
 
 Every error leaves as ``{"error": ..., "issues"?: [...]}`` with the status DESIGN.md
-section 5 gives (memoryapp.http_errors); nothing a client can send produces a 500.
+section 5 gives (memoryapp.http_errors); nothing a client can send produces a 500. A query
+parameter a route does not declare, or one given twice, is 400 naming it
+(memoryapp.api.params).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError
 
 from memoryapp.api.auth import ApiKeyAuth
+from memoryapp.api.params import query_check
 from memoryapp.datasets import DatasetNotFound
 from memoryapp.errors import (
     AgentInUse,
@@ -55,6 +58,9 @@ api = MemoryApi(
     docs_url="/docs",
     openapi_url="/openapi.json",
 )
+
+# Every route reads only the query parameters it declares, each once (400 otherwise).
+api.add_decorator(query_check, mode="view")  # "view": ninja wraps Operation.run
 
 install_error_handlers(
     api,

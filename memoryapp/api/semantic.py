@@ -16,7 +16,7 @@ from memoryapp import datasets, semantic, serializers
 from memoryapp.api.auth import request_project
 from memoryapp.api.episodic import Cursor
 from memoryapp.api.schemas import ERRORS, _Out
-from memoryapp.validation import Dataset
+from memoryapp.validation import CanonicalUuid, Dataset
 
 router = Router(tags=["semantic memory"])
 
@@ -56,10 +56,13 @@ class EntityListOut(_Out):
 
 class FactListQuery(Schema):
     """GET /semantic/facts query. ``entity`` is a name (case-insensitive): facts about it
-    or mentioning it. ``includeInvalidated`` is ``true`` or ``false``."""
+    or mentioning it. ``threadId``: the facts extracted from that thread (one of the
+    project's, 404 otherwise, as for episodes). ``includeInvalidated`` is ``true`` or
+    ``false``."""
 
     dataset: Dataset | None = None
     entity: Dataset | None = None  # a name: the same rules as a dataset
+    threadId: CanonicalUuid | None = None
     includeInvalidated: bool = False
     limit: Annotated[int, Field(ge=1, le=100)] = 50
     cursor: Cursor | None = None
@@ -74,11 +77,13 @@ class EntityListQuery(Schema):
 @router.get("/facts", response={200: FactListOut, **ERRORS}, summary="List facts")
 def list_facts(request: HttpRequest, filters: Query[FactListQuery]) -> dict[str, Any]:
     """Current facts, newest first; superseded ones too with ``includeInvalidated=true``
-    (each with ``invalidatedAt`` and the ``invalidatedBy`` fact)."""
+    (each with ``invalidatedAt`` and the ``invalidatedBy`` fact); ``threadId`` must be one
+    of the project's threads (404 otherwise)."""
     facts, next_cursor = semantic.fact_list(
         project=request_project(request),
         dataset=filters.dataset,
         entity=filters.entity,
+        thread_id=filters.threadId,
         include_invalidated=filters.includeInvalidated,
         limit=filters.limit,
         cursor=filters.cursor,

@@ -1,0 +1,125 @@
+"""The query-string rule of /v1: a route reads only the query parameters it declares,
+each once (docs/decisions.md, "API errors").
+
+django-ninja reads a route's declared parameters from the query string and ignores
+everything else in it: ``POST .../prepare?messageLimit=5`` answered the default window
+(messageLimit is a body field, spec 002), ``GET /semantic/facts?threadId=`` every fact, and
+``?limit=5&limit=6`` took the last value. ``query_check`` wraps every operation of the API
+and answers such a request 400 naming the parameter, after the key was checked (as ninja
+checks the key before it validates parameters) and before anything else runs.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Callable, Iterable
+from functools import wraps
+from typing import Any
+
+from django.http import HttpRequest, QueryDict
+from django.http.response import HttpResponseBase
+from ninja.operation import Operation
+from ninja.params.models import BodyModel, QueryModel
+from pydantic import BaseModel
+
+from memoryapp.errors import InvalidInput
+
+Run = Callable[..., HttpResponseBase]
+
+
+def declared_query(operation: Operation) -> tuple[frozenset[str], frozenset[str]]:
+    """``(names, lists)``: the query parameters ``operation`` declares, and those of them
+    that take a list (given more than once on purpose)."""
+    names: set[str] = set()
+    lists: set[str] = set()
+    for model in operation.models:
+        if issubclass(model, QueryModel):
+            flatten = getattr(model, "__ninja_flatten_map__", None) or {n: (n,) for n in model.model_fields}
+            names.update(flatten)
+            lists.update(getattr(model, "__ninja_collection_fields__", ()))
+    return frozenset(names), frozenset(lists)
+
+
+def body_fields(operation: Operation) -> frozenset[str]:
+    """The top-level fields of ``operation``'s JSON body (none without one): a query
+    parameter of one of these names is told to go in the body."""
+    fields: set[str] = set()
+    for model in operation.models:
+        if issubclass(model, BodyModel):
+            for field in model.model_fields.values():
+                fields.update(_model_fields(field.annotation))
+    return frozenset(fields)
+
+
+def _model_fields(annotation: Any) -> Iterable[str]:
+    # A body is a pydantic model, or an optional one (``PrepareIn | None``).
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation.model_fields
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        return [name for arg in typing.get_args(annotation) for name in _model_fields(arg)]
+    return ()
+
+
+def query_issues(
+    query: QueryDict, names: frozenset[str], lists: frozenset[str], body: frozenset[str] = frozenset()
+) -> list[dict[str, Any]]:
+    """The issues of ``query`` (a request's GET) for a route that declares the query
+    parameters ``names`` (``lists`` of them take several values; ``body``: its JSON body's
+    fields), in the query's order: a parameter the route does not declare
+    (``unknown_parameter``), one declared once given more than once
+    (``repeated_parameter``). Each issue's path is the parameter's name."""
+    issues: list[dict[str, Any]] = []
+    for name in query:
+        if name not in names:
+            issues.append({"path": [name], "message": _unknown(name, names, body), "code": "unknown_parameter"})
+        elif name not in lists and len(query.getlist(name)) > 1:
+            count = len(query.getlist(name))
+            issues.append(
+                {
+                    "path": [name],
+                    "message": f"{name} is given {count} times; give it once",
+                    "code": "repeated_parameter",
+                }
+            )
+    return issues
+
+
+def _unknown(name: str, names: frozenset[str], body: frozenset[str]) -> str:
+    if name in body:
+        return f"{name} is not a query parameter of this route: send it in the JSON body"
+    if not names:
+        return f"{name} is not a query parameter: this route takes none"
+    return f"{name} is not a query parameter of this route (it takes {', '.join(sorted(names))})"
+
+
+def query_check(run: Run) -> Run:
+    """A ``view``-mode decorator (``NinjaAPI.add_decorator``, which in that mode wraps
+    each bound operation's ``run``) of ``run``, a bound Operation.run.
+
+    A request whose query string query_issues finds fault with is authenticated as the
+    operation would (a missing key stays 401, a spent one 429) and then answered 400
+    ``Validation error`` with those issues; more query parameters than Django parses is
+    answered by the API's handler (400 ``too_many_parameters``); any other request runs
+    as before. The declared names are read once, here."""
+    operation: Operation = run.__self__  # type: ignore[attr-defined]
+    names, lists = declared_query(operation)
+    body = body_fields(operation)
+
+    @wraps(run)
+    def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        # Most requests have no query string at all: nothing to check.
+        if not request.META.get("QUERY_STRING"):
+            return run(request, *args, **kwargs)
+        try:
+            issues = query_issues(request.GET, names, lists, body)
+        except Exception as exc:  # more parameters than Django parses (TooManyFieldsSent)
+            return operation.api.on_exception(request, exc)
+        if not issues:
+            return run(request, *args, **kwargs)
+        refused = operation._run_checks(request)
+        if refused is not None:
+            return refused
+        return operation.api.on_exception(request, InvalidInput(issues))
+
+    return checked
