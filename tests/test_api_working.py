@@ -1409,3 +1409,20 @@ def test_it_refuses_blank_tags_and_oversized_metadata(api: Api) -> None:
     assert [(i["path"], i["code"]) for i in blank_tag.json()["issues"]] == [(["tags", 1], "blank")]
     assert big.status_code == 400
     assert [(i["path"], i["code"]) for i in big.json()["issues"]] == [(["metadata"], "too_large")]
+
+
+def test_a_tool_message_needs_only_what_every_message_needs(api: Api) -> None:
+    """Spec 002 lists ``tool`` among the roles with the same fields as the others and no
+    tool call id (its metadata keeps only stopReason and agentName); spec 004's call ids
+    belong to the calls the server records itself (POST .../tools). So an appended tool
+    message without an id is valid, is stored as sent and reaches prepare as a plain
+    message, not as a recorded tool result; its content follows the usual rule."""
+    thread_id = api.create_thread()["threadId"]
+    sent = {"role": "tool", "content": '{"temperature": 21}', "metadata": {"toolCallId": "c1", "agentName": "w"}}
+    assert api.post(messages_url(thread_id), sent).status_code == 201
+    (row,) = api.get(messages_url(thread_id)).json()["messages"]
+    assert (row["role"], row["content"], row["metadata"]) == ("tool", '{"temperature": 21}', {"agentName": "w"})
+    window = api.post(f"{BASE}/threads/{thread_id}/prepare", {}).json()
+    assert window["messages"] == [{"role": "tool", "content": '{"temperature": 21}'}]
+    blank = api.post(messages_url(thread_id), {"role": "tool", "content": " "})
+    assert (blank.status_code, [i["path"] for i in blank.json()["issues"]]) == (400, [["content"]])
