@@ -37,14 +37,19 @@ from django.conf import settings  # noqa: E402
 from memoryapp.errors import BODY_TOO_LARGE, error_body  # noqa: E402
 from memoryapp.events import loop_sender  # noqa: E402
 from memoryapp.fastpath import fast_path  # noqa: E402
+from memoryapp.server import http_requests_in_flight  # noqa: E402
 from memoryapp.wsgipool import PooledWsgi  # noqa: E402
 from playground.routing import websocket_urlpatterns  # noqa: E402
 
 # The hot routes' happy path is served before Django (memoryapp.fastpath; HTTP_FAST_PATH).
 # On a SQLite file it is served on the event loop itself where nothing can wait
-# (fast_path.inline; HTTP_FAST_PATH_INLINE).
+# (fast_path.inline; HTTP_FAST_PATH_INLINE), when no other request is in flight.
 _pooled_http = PooledWsgi(
-    django_wsgi_app, workers=int(settings.HTTP_WORKER_THREADS), fast=fast_path, inline=fast_path.inline
+    django_wsgi_app,
+    workers=int(settings.HTTP_WORKER_THREADS),
+    fast=fast_path,
+    inline=fast_path.inline,
+    crowded=lambda: http_requests_in_flight() > 1,
 )
 
 

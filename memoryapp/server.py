@@ -1,5 +1,6 @@
 """uvicorn's HTTP protocol with a read timeout on the request head (``./dev serve --http``),
-sending each response's head and body in one socket write (``_HeldWrites``).
+sending each response's head and body in one socket write (``_HeldWrites``), and
+counting the requests in flight (``http_requests_in_flight``).
 
 uvicorn closes a keep-alive connection that stays idle after a response
 (``--timeout-keep-alive``), but a connection that sends nothing at all, or sends part of a
@@ -68,6 +69,18 @@ class _HeldWrites:
         self.transport.close()
 
 
+# HTTP requests of this process between their head and their response, on all
+# connections (the event loop's thread alone changes it): HttpProtocol counts them.
+_in_flight = 0
+
+
+def http_requests_in_flight() -> int:
+    """How many HTTP requests this process's HttpProtocol connections have begun (head
+    read) and not yet answered; 0 under any other server. memoryapp.asgi serves a
+    request inline on the event loop only when it is the only one (wsgipool.PooledWsgi)."""
+    return _in_flight
+
+
 def _read_timeout() -> float:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryapp.settings")
     from django.conf import settings
@@ -85,6 +98,7 @@ class HttpProtocol(HttpToolsProtocol):
     """
 
     head_timer: asyncio.TimerHandle | None = None
+    counted = False  # this connection's current request is in _in_flight
     head_deadline: float | None = None  # when the head now arriving must be complete
     read_timeout: float = 0.0
 
@@ -102,9 +116,25 @@ class HttpProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self.head_deadline = None  # the timer, when it fires, finds nothing to enforce
+        before = self.cycle
         super().on_headers_complete()
+        if self.cycle is not before and not self.counted:  # a request began (not an upgrade)
+            global _in_flight
+            _in_flight += 1
+            self.counted = True
+
+    def on_response_complete(self) -> None:
+        self._uncount()
+        super().on_response_complete()
+
+    def _uncount(self) -> None:
+        if self.counted:
+            global _in_flight
+            _in_flight -= 1
+            self.counted = False
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._uncount()
         self.head_deadline = None
         if self.head_timer is not None:
             self.head_timer.cancel()

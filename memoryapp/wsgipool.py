@@ -51,6 +51,9 @@ class PooledWsgi:
     loop itself, as synchronous code (``_off_loop``): it must never wait (for a lock,
     the network, a model); its answer is sent at once, what it returns to finish on a
     pool thread is run there, and None hands the request to the pool as usual.
+    ``crowded``, when given and true, skips ``inline``: with other requests in flight a
+    pool thread overlaps its database work (the sqlite3 module lets go of the GIL) with
+    the loop's, where inline the loop would do one request after the other.
     """
 
     def __init__(
@@ -59,10 +62,12 @@ class PooledWsgi:
         workers: int,
         fast: FastHandler | None = None,
         inline: InlineHandler | None = None,
+        crowded: Callable[[], bool] | None = None,
     ) -> None:
         self.app = app
         self.fast = fast
         self.inline = inline
+        self.crowded = crowded
         self.crew = _Crew(workers, "http")
         # The threads end once this pool is gone (tests make pools of their own), or at exit.
         weakref.finalize(self, self.crew.stop)
@@ -71,7 +76,7 @@ class PooledWsgi:
         """Run the request described by ``scope`` with ``body`` and send its response."""
         environ = wsgi_environ(scope, body)
         response: Response | None = None
-        if self.inline is not None:
+        if self.inline is not None and not (self.crowded is not None and self.crowded()):
             answer = _off_loop(self.inline, environ, body, self.later)
             if callable(answer):
                 response = await self._pooled(answer)

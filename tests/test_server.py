@@ -1,11 +1,15 @@
-"""memoryapp.server: a response's head and body leave in one socket write, in order."""
+"""memoryapp.server: a response's head and body leave in one socket write, in order; the
+requests in flight are counted over all connections."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from memoryapp.server import _HeldWrites
+from uvicorn.config import Config
+from uvicorn.server import ServerState
+
+from memoryapp.server import HttpProtocol, _HeldWrites, http_requests_in_flight
 
 
 class FakeTransport:
@@ -56,3 +60,59 @@ def test_head_and_body_leave_in_one_write_and_nothing_waits_past_the_iteration()
     assert seen[1] == seen[0]
     assert seen[2] == [*seen[0], b"late chunk"]
     assert seen[3] == [*seen[2], b"a", b"bc", b"d"]
+
+
+class SocketTransport(FakeTransport):
+    """What uvicorn's protocol asks of a TCP transport besides writing."""
+
+    def get_extra_info(self, name: str) -> Any:
+        return {"sockname": ("127.0.0.1", 8000), "peername": ("127.0.0.1", 50000)}.get(name)
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+def test_it_counts_the_http_requests_in_flight_over_every_connection() -> None:
+    """Counted from a request's head to its response, or to its connection's loss."""
+
+    async def scenario() -> list[int]:
+        release = asyncio.Event()
+
+        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            await release.wait()
+            await send({"type": "http.response.start", "status": 204, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+
+        config = Config(app=app, lifespan="off", ws="none")
+        config.load()
+        state = ServerState()
+        seen = [http_requests_in_flight()]
+        protocols = []
+        for _ in range(3):
+            protocol = HttpProtocol(config=config, server_state=state, app_state={})
+            protocol.connection_made(SocketTransport())  # type: ignore[arg-type]
+            protocols.append(protocol)
+        first, second, third = protocols
+        first.data_received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
+        second.data_received(b"GET /b HTTP/1.1\r\nHost: x\r\n\r\n")
+        third.data_received(b"GET /c HTTP/1.1\r\nHost: x\r\n\r\n")
+        seen.append(http_requests_in_flight())
+        third.connection_lost(None)  # the client left before its answer
+        seen.append(http_requests_in_flight())
+        release.set()
+        for _ in range(5):
+            await asyncio.sleep(0)
+        seen.append(http_requests_in_flight())
+        first.data_received(b"GET /d HTTP/1.1\r\nHost: x\r\n\r\n")  # keep-alive: the next one
+        seen.append(http_requests_in_flight())
+        for _ in range(5):
+            await asyncio.sleep(0)
+        seen.append(http_requests_in_flight())
+        for protocol in (first, second):
+            protocol.connection_lost(None)
+        return seen
+
+    assert asyncio.run(scenario()) == [0, 3, 2, 0, 1, 0]

@@ -184,3 +184,35 @@ async def test_sequential_requests_share_one_thread_and_concurrent_ones_at_most_
     for thread in threads:  # the pool gone, its threads end
         thread.join(TIMEOUT)
         assert not thread.is_alive()
+
+
+@pytest.mark.parametrize("crowded", [False, True])
+async def test_the_inline_handler_is_asked_first_unless_the_server_is_crowded(crowded: bool) -> None:
+    """``inline`` answers on the event loop itself (no pool thread), or hands the request
+    on with None; with other requests in flight (``crowded``) it is not asked at all."""
+    asked: list[str] = []
+    pool_threads: list[str] = []
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        pool_threads.append(threading.current_thread().name)
+        start_response("200 OK", [])
+        return [b"from the pool"]
+
+    def inline(environ: dict[str, Any], body: bytes, defer: Any) -> Any:
+        asked.append(environ["PATH_INFO"])
+        assert asyncio._get_running_loop() is None  # synchronous code, as Django wants it
+        return (201, [], b"inline") if environ["PATH_INFO"] == "/mine" else None
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    pool = PooledWsgi(app, workers=1, inline=inline, crowded=lambda: crowded)
+    await pool(_scope("POST", "/mine"), b"", send)
+    await pool(_scope("POST", "/other"), b"", send)
+    bodies = [m["body"] for m in sent if m["type"] == "http.response.body"]
+    if crowded:
+        assert (asked, bodies, len(pool_threads)) == ([], [b"from the pool", b"from the pool"], 2)
+    else:
+        assert (asked, bodies, len(pool_threads)) == (["/mine", "/other"], [b"inline", b"from the pool"], 1)
