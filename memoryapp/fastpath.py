@@ -25,8 +25,8 @@ usual when anything else listens). Status, headers and body are Django's byte fo
 (tests/test_fastpath.py compares them).
 
 Declined (None), so Django answers with its own error format: another method, path or
-route; SCRIPT_NAME or FORCE_SCRIPT_NAME set; ATOMIC_REQUESTS; a Host that ALLOWED_HOSTS
-refuses; an insecure request under SECURE_SSL_REDIRECT; a malformed thread id, body or
+route; a query string (neither route takes a parameter); SCRIPT_NAME or
+FORCE_SCRIPT_NAME set; ATOMIC_REQUESTS; a Host that ALLOWED_HOSTS refuses; an insecure request under SECURE_SSL_REDIRECT; a malformed thread id, body or
 Idempotency-Key; no, an unknown or a revoked key; a key past its rate limit; and the
 errors the domain raises before writing anything (ThreadNotFound, IdempotencyConflict,
 InvalidInput for createdAt). A request already counted against its key's rate limit
@@ -377,6 +377,8 @@ class FastPath:
         if environ["REQUEST_METHOD"] != "POST" or not settings.HTTP_FAST_PATH:
             return None
         if environ.get("SCRIPT_NAME") or settings.FORCE_SCRIPT_NAME is not None:
+            return None
+        if environ.get("QUERY_STRING"):  # neither route takes one: Django says which (400)
             return None
         routes = self.routes()
         match = routes.pattern.fullmatch(environ["PATH_INFO"])

@@ -661,14 +661,6 @@ def test_a_query_parameter_on_the_hot_routes_is_400_through_django(
     assert Message.objects.filter(thread_id=side.threads["main"]).count() == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "memoryapp.fastpath does not read QUERY_STRING: it serves these requests itself "
-        "(200/201, the parameter ignored). It should decline a request with a query string "
-        "(its two routes take none), so Django answers 400; fastpath.py is not ours to change here."
-    ),
-)
 @pytest.mark.django_db(transaction=True)
 def test_a_query_parameter_on_the_hot_routes_is_400_with_the_fast_path_on(
     settings: Any, clock: Clock, django_entered: list[str]
