@@ -174,7 +174,7 @@ def _read(thread_id: uuid.UUID, manual: bool, trigger: str) -> _Read | None:
     fold, forced = _plan(thread, agent, live, manual)
     if not fold:
         return None
-    open_notes = list(MemoryNote.objects.filter(thread=thread, is_open=True)) if agent.has_memory else []
+    open_notes = list(MemoryNote.objects.filter(thread=thread, is_open=True).order_by("pk")) if agent.has_memory else []
     return _Read(
         thread=thread, agent=agent, fold=fold, forced=forced, open_notes=open_notes, trigger=trigger
     )
@@ -222,7 +222,7 @@ def _commit(read: _Read, summary: Summary | None) -> CompactionResult:
             if reason:
                 refused.append({"name": name, "reason": reason})
         row.content = notes.context_block(
-            summary=summary_text, notes=list(MemoryNote.objects.filter(thread=locked))
+            summary=summary_text, notes=list(MemoryNote.objects.filter(thread=locked).order_by("pk"))
         )
         row.metadata = {
             "agentName": read.agent.name,

@@ -560,7 +560,7 @@ def notes_view(*, thread: Thread) -> dict[str, Any]:
     agent = thread.agent
     if agent is None:
         raise NoMemoryAgent()
-    notes = list(MemoryNote.objects.filter(thread=thread))
+    notes = list(MemoryNote.objects.filter(thread=thread).order_by("pk"))
     return {
         "notes": [note_to_dict(n) for n in notes],
         "openTokens": sum(n.tokens for n in notes if n.is_open),

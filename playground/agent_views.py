@@ -210,7 +210,7 @@ def memories(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
 
 
 def _memories_context(thread: Thread, agent: Agent | None) -> dict[str, Any]:
-    note_rows = list(MemoryNote.objects.filter(thread=thread))
+    note_rows = list(MemoryNote.objects.filter(thread=thread).order_by("pk"))
     versions = _versions(thread)
     open_tokens = sum(n.tokens for n in note_rows if n.is_open)
     store = sum(n.bytes for n in note_rows)

@@ -411,3 +411,15 @@ def test_it_cuts_a_result_larger_than_one_message_and_says_so(project: Project, 
     assert rec.result_message.content == "é" * ((2000 - len(tail)) // 2) + tail
     assert len(rec.result_message.content.encode()) <= 2000
     assert rec.to_dict()["result"] == rec.result_message.content
+
+
+def test_notes_keep_their_creation_order_after_updates(thread: Thread) -> None:
+    """GET notes lists notes in creation order, as its docstring says, after updates too.
+    The reads had no ORDER BY, so the order was whatever plan the database chose (on
+    PostgreSQL an updated row is a new row version); this passed before on both databases
+    here and pins the contract."""
+    for name in ("alpha", "beta", "gamma"):
+        call(thread, "close_memory", name=name, description=f"about {name}", content=f"{name} v1")
+    call(thread, "open_memory", name="alpha")
+    call(thread, "close_memory", name="alpha", content="alpha v2")
+    assert [n["name"] for n in notes.notes_view(thread=thread)["notes"]] == ["alpha", "beta", "gamma"]
