@@ -1202,3 +1202,46 @@ def test_a_sentence_is_one_fact_when_its_plain_fact_and_an_age_read_alike() -> N
         ("The user's son Tom is 5 years old and loves trucks.", "Tom", "age", "5"),
     ]
     assert {(e.name, e.kind) for e in episode.entities} == {("Tom", "person"), ("user", "person")}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a few years ago", "a few years ago (around 2023)"),
+        ("A couple of years ago", "A couple of years ago (around 2024)"),
+        ("a couple years ago", "a couple years ago (around 2024)"),
+        ("several months ago", "several months ago (around November 2025)"),
+        ("a few weeks back", "a few weeks back (around the week of 18 February 2026)"),
+        ("a few days ago", "a few days ago (around 8 March 2026)"),
+        ("two decades ago", "two decades ago (around 2006)"),
+        ("about five years ago", "about five years ago (around 2021)"),
+        # Said exactly, resolved exactly.
+        ("five years ago", "five years ago (2021)"),
+        ("6 months back", "6 months back (September 2025)"),
+        ("a year ago", "a year ago (2025)"),
+        # "back" that says where, not when.
+        ("a few days back home", "a few days back home"),
+    ],
+)
+def test_an_amount_of_time_said_loosely_gives_a_date_said_as_loosely(text: str, expected: str) -> None:
+    assert resolve_dates(text, WHEN) == expected
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("A few years ago, I moved to Denver.", ("lives in", "Denver", "A few years ago (around 2023), the user moved to Denver.")),
+        (
+            "A couple of years ago, I quit smoking.",
+            ("stance on smoking", "stopped", "A couple of years ago (around 2024), the user quit smoking."),
+        ),
+        (
+            "I took up yoga a few months back.",
+            ("stance on yoga", "does", "The user took up yoga a few months back (around December 2025)."),
+        ),
+        ("I started painting 3 weeks ago.", ("stance on painting", "does", "The user started painting 3 weeks ago (the week of 18 February 2026).")),
+    ],
+)
+def test_a_loose_time_stays_with_its_fact_and_out_of_its_value(content: str, expected: tuple[str, str, str]) -> None:
+    (fact,) = extract_episode([_m(1, content)]).facts
+    assert (fact.attribute, fact.value, fact.text) == expected

@@ -668,7 +668,8 @@ _VALUE_END = re.compile(
     r"at the moment|at present|these days|"
     r"nowadays|anymore|any more|any longer|again|lately|today|tonight|yesterday|for|with|though|although|as|"
     r"after|before|until|due to|thanks to|"
-    r"last|next|every|once|twice|ago|(?:in|on|since) (?:the )?(?:\d{4}|spring|summer|autumn|"
+    r"last|next|every|once|twice|ago|(?:\d+|an?|one|two|three|four|five|six|a few|a couple(?: of)?|several) "
+    r"(?:days?|weeks?|months?|years?|decades?) (?:ago|back)|(?:in|on|since) (?:the )?(?:\d{4}|spring|summer|autumn|"
     r"fall|winter|weekends?|"
     + "|".join(_MONTH_NAMES + _WEEKDAYS)
     + r")s?)\b.*$",
@@ -886,7 +887,8 @@ def _split_clauses(sentence: str) -> list[str]:
 _ADVERBIAL = re.compile(
     r"^(?:(?:back|early|late|way back|sometime|right)\s+)?(?:(?:in|on|at|during|after|before|"
     r"since|by|around|over|last|this|next|that|every|until|from|for|earlier|later|when)\b"
-    r"|[\w-]+(?:\s+[\w-]+)?\s+(?:ago|later|earlier)$|(?:yesterday|today|tonight|recently|lately|"
+    r"|(?:[\w-]+\s+){1,4}(?:ago|later|earlier)$|(?:[\w-]+\s+){1,4}(?:days?|weeks?|months?|years?|decades?)\s+back$"
+    r"|(?:yesterday|today|tonight|recently|lately|"
     r"nowadays|these days|back then|then|afterwards|eventually|originally|initially|"
     r"at first|at the time|now)$)",
     re.IGNORECASE,
@@ -1142,26 +1144,46 @@ def _last_weekday(when: datetime, name: str) -> datetime:
     return when - timedelta(days=back)
 
 
-_AMOUNTS = {"two": 2, "three": 3}
+_AMOUNTS = dict(
+    zip(_words("a an one two three four five six seven eight nine ten eleven twelve"), [1, 1, *range(1, 13)], strict=True)
+)
+# Amounts said loosely: the date they give is "around" one ("a few years ago (around 2023)").
+_ROUGH_AMOUNTS = {"a couple of": 2, "a couple": 2, "couple of": 2, "a few": 3, "few": 3, "several": 4}
+_UNIT_DAYS = {"day": 1, "week": 7}
+# "<amount> <unit> ago" or "... back" ("a few weeks back"), not "a few days back home".
+_AGO = re.compile(
+    r"\b(?P<hedge>(?:about|around|roughly|approximately|almost|nearly|maybe) )?"
+    rf"(?P<n>\d+|{'|'.join(sorted([*_AMOUNTS, *_ROUGH_AMOUNTS], key=len, reverse=True))}) "
+    r"(?P<unit>days?|weeks?|months?|years?|decades?) "
+    r"(?:ago|back(?!\s+(?:home|to|in|at|from|with|on|into|onto|there|here|up|down|out|then|and|again)\b))\b",
+    re.IGNORECASE,
+)
 
 
 def _ago(match: re.Match[str], when: datetime) -> str:
-    written = match.group("n").lower()
-    amount = int(written) if written.isdigit() else _AMOUNTS.get(written, 1)
+    """The date "<amount> <unit> ago" means at ``when``: a day, a week, a month or a year,
+    "around" one when the amount is loose ("a few", "a couple of", "several"), hedged
+    ("about two years") or in decades, so the fact claims no more precision than was said."""
+    written = " ".join(match.group("n").lower().split())
     unit = match.group("unit").lower().rstrip("s")
-    if unit == "day":
-        return _day(when - timedelta(days=amount))
-    if unit == "week":
-        return "the week of " + _day(when - timedelta(weeks=amount))
-    if unit == "month":
-        return _month(_shift_month(when, -amount))
-    return str(when.year - amount)
+    rough = bool(match.group("hedge")) or written in _ROUGH_AMOUNTS or unit == "decade"
+    amount = int(written) if written.isdigit() else _ROUGH_AMOUNTS.get(written) or _AMOUNTS[written]
+    if unit in _UNIT_DAYS:
+        date = _day(when - timedelta(days=amount * _UNIT_DAYS[unit]))
+        date = date if unit == "day" else f"the week of {date}"
+    elif unit == "month":
+        date = _month(_shift_month(when, -amount))
+    else:
+        date = str(when.year - amount * (10 if unit == "decade" else 1))
+    return f"around {date}" if rough else date
 
 
 def resolve_dates(text: str, when: datetime | None) -> str:
     """``text`` with relative dates followed by the date they mean at ``when`` (the
     message's time): "yesterday" -> "yesterday (7 May 2023)", "last year" -> "last year
-    (2022)", "3 days ago" -> "3 days ago (5 May 2023)". Unchanged without a time."""
+    (2022)", "3 days ago" -> "3 days ago (5 May 2023)"; an amount said loosely gives a date
+    said so ("a few years ago (around 2020)", "a couple of weeks back (around the week of
+    ...)"). Unchanged without a time."""
     if when is None:
         return text
     fixed: list[tuple[str, str]] = [
@@ -1187,12 +1209,7 @@ def resolve_dates(text: str, when: datetime | None) -> str:
         text,
         flags=re.IGNORECASE,
     )
-    return re.sub(
-        r"\b(?P<n>\d+|a|an|one|a few|two|three) (?P<unit>days?|weeks?|months?|years?) ago\b",
-        lambda m: f"{m.group(0)} ({_ago(m, when)})",
-        text,
-        flags=re.IGNORECASE,
-    )
+    return _AGO.sub(lambda m: f"{m.group(0)} ({_ago(m, when)})", text)
 
 
 # --- entities and facts ------------------------------------------------------------------
