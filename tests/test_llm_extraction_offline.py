@@ -1245,3 +1245,45 @@ def test_an_amount_of_time_said_loosely_gives_a_date_said_as_loosely(text: str, 
 def test_a_loose_time_stays_with_its_fact_and_out_of_its_value(content: str, expected: tuple[str, str, str]) -> None:
     (fact,) = extract_episode([_m(1, content)]).facts
     assert (fact.attribute, fact.value, fact.text) == expected
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "current", "ended"),
+    [
+        # Leaving the diet: its own fact replaces it.
+        ("I'm vegetarian.", "I'm not vegetarian anymore.", {"diet": "The user is not vegetarian anymore."}, "The user is vegetarian."),
+        ("I'm vegan.", "I stopped being vegan.", {"diet": "The user stopped being vegan."}, "The user is vegan."),
+        ("I went vegan in January.", "I'm no longer a vegan.", {"diet": "The user is no longer a vegan."}, "The user went vegan in January."),
+        ("I'm vegetarian.", "I gave up vegetarianism.", {"diet": "The user gave up vegetarianism."}, "The user is vegetarian."),
+        # Eating what the diet leaves out again ends it.
+        ("I'm vegetarian.", "I eat meat again.", {"stance on meat": "The user eats meat again."}, "The user is vegetarian."),
+        ("I'm vegan.", "I've started eating fish again.", {"stance on fish": "The user has started eating fish again."}, "The user is vegan."),
+        ("I'm vegetarian.", "I went back to eating chicken.", {"stance on chicken": "The user went back to eating chicken."}, "The user is vegetarian."),
+        # A diet that allows the food, or one of another sort, stays.
+        ("I'm pescatarian.", "I eat fish again.", {"diet": "The user is pescatarian.", "stance on fish": "The user eats fish again."}, ""),
+        ("I'm gluten-free.", "I eat meat again.", {"diet": "The user is gluten-free.", "stance on meat": "The user eats meat again."}, ""),
+    ],
+)
+def test_leaving_a_diet_or_eating_what_it_leaves_out_again_ends_it(
+    project: Project, clock: Clock, before: str, after: str, current: dict[str, str], ended: str
+) -> None:
+    _told(project, clock, "2026-03-02T10:00:00Z", before)
+    _told(project, clock, "2026-08-16T09:00:00Z", after)
+    assert _current(project) == current
+    old = Fact.objects.filter(invalidated_at__isnull=False)
+    assert [(f.text, f.invalidated_by.text if f.invalidated_by else "") for f in old] == (
+        [(ended, next(iter(current.values())))] if ended else []
+    )
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        # Eating it beside the diet, or a meal, says no change.
+        "I'm vegetarian but I eat fish sometimes.",
+        "I'm eating dinner again.",
+    ],
+)
+def test_eating_something_beside_a_diet_ends_nothing(content: str) -> None:
+    facts = extract_episode([_m(1, content)]).facts
+    assert [f.retires for f in facts if f.attribute != "diet"] in ([()], [])

@@ -228,7 +228,8 @@ class _Pattern:
     names, or "" when the value is not an entity. With ``fixed`` the value is that word
     (a change of state: job "quit", lives in "moved away"); for the attribute STANCE the
     attribute is "stance on <item>", the item the ``value`` (a noun or gerund phrase) or
-    ``verbal`` group (a verb phrase, made a gerund: "run" -> "running")."""
+    ``verbal`` group (a verb phrase, made a gerund: "run" -> "running"). ``lead`` is
+    written before the value (a diet left: "no longer " + "vegan")."""
 
     regex: re.Pattern[str]
     attribute: str
@@ -236,6 +237,7 @@ class _Pattern:
     kind: str = ""
     fixed: str = ""
     retires: tuple[str, ...] = ()
+    lead: str = ""
 
 
 _RELATIONS_SINGLE = _words(
@@ -287,8 +289,9 @@ def _p(
     kind: str = "",
     fixed: str = "",
     retires: tuple[str, ...] = (),
+    lead: str = "",
 ) -> _Pattern:
-    return _Pattern(re.compile(regex, re.IGNORECASE), attribute, single, kind, fixed, retires)
+    return _Pattern(re.compile(regex, re.IGNORECASE), attribute, single, kind, fixed, retires, lead)
 
 
 #: Losing one's job ends the employer with the title (ExtractedFact.retires).
@@ -334,6 +337,8 @@ _NOT = r"(?:don't|do not|dont|didn't)"
 # Up to three words before an occupation ("senior UX designer"), none a word that joins
 # phrases ("a fan of designer bags").
 _MODIFIERS = r"(?:(?!(?:of|and|or|with|for|in|at|to|the|a|an|fan|not|no)\b)[\w-]+ ){0,3}"
+# The diets one can say one has left (their -ism too: "I gave up veganism").
+_DIETS_LEFT = r"(?:vegetarian|vegan|pescatarian)"
 # After "I": "'ve" or " have", and an adverb ("I've just quit", "I have finally retired").
 _HAVE = r"(?:'ve| have)?(?: (?:just|recently|finally|also|already))?"
 
@@ -485,6 +490,21 @@ _PATTERNS = [
         kind="organisation",
     ),
     _p(rf"\bI(?:'m| am) (?:severely |very |mildly )?allergic to {_VALUE}", "allergic to", single=False),
+    # A diet left ("I'm not vegan anymore", "I stopped being vegetarian", "I gave up
+    # veganism"): the diet is "no longer vegan", which replaces "vegan".
+    _p(
+        rf"\bI(?:'m| am) (?:no longer|not{_ANYMORE}|(?:so |totally )?(?:done|through) (?:being|with)) "
+        rf"(?:a |an )?(?:strict )?(?P<value>{_DIETS_LEFT})(?:ism)?\b",
+        "diet",
+        single=True,
+        lead="no longer ",
+    ),
+    _p(
+        rf"{_I}{_HAVE} (?:stopped|quit|gave up|given up) (?:being (?:a |an )?)?(?P<value>{_DIETS_LEFT})(?:ism)?\b",
+        "diet",
+        single=True,
+        lead="no longer ",
+    ),
     _p(
         r"\bI(?:(?:'m| am)(?: now| fully| mostly)?|(?:'ve| have)? ?(?:gone|went|become|became|turned)"
         r"(?: fully)?|(?:'ve| have) been) (?:a |an )?(?:strict )?(?P<value>vegetarian|vegan|pescatarian|"
@@ -642,6 +662,14 @@ _PATTERNS = [
         single=True,
         fixed=_DOES,
     ),
+    # Eating something again: "I'm eating meat again", "I went back to eating fish".
+    _p(
+        rf"{_I}(?:'m| am|'ve been| have been)(?: now)? eating {_HABIT}(?=[^,;.!?]*\bagain\b)"
+        rf"|{_I}{_HAVE} (?:went|gone|got|gotten|(?:'m| am)(?: going)?) back to (?P<verbal>eating\b[^,;.!?]*)",
+        STANCE,
+        single=True,
+        fixed=_DOES,
+    ),
     # Habits: what one does ("I work night shifts", "I play tennis", "I smoke"), so "no more
     # night shifts for me" and "I quit smoking" end them.
     _p(
@@ -666,7 +694,7 @@ _PATTERNS = [
 _VALUE_END = re.compile(
     r"\s+(?:and|but|because|since|so|which|who|that|when|while|where|(?:right |just |for )?now|"
     r"at the moment|at present|these days|"
-    r"nowadays|anymore|any more|any longer|again|lately|today|tonight|yesterday|for|with|though|although|as|"
+    r"nowadays|anymore|any more|any longer|again|lately|sometimes|often|occasionally|rarely|regularly|today|tonight|yesterday|for|with|though|although|as|"
     r"after|before|until|due to|thanks to|"
     r"last|next|every|once|twice|ago|(?:\d+|an?|one|two|three|four|five|six|a few|a couple(?: of)?|several) "
     r"(?:days?|weeks?|months?|years?|decades?) (?:ago|back)|(?:in|on|since) (?:the )?(?:\d{4}|spring|summer|autumn|"
@@ -1354,6 +1382,8 @@ def _matched(patterns: list[_Pattern], clause: str) -> tuple[str, str, bool, str
         if not value or (pattern.attribute == "name" and not _introduces(value)):
             continue
         attribute = pattern.attribute
+        if pattern.lead:
+            value = pattern.lead + value.lower()
         if "attr" in match.groupdict():
             attr = match.group("attr").lower()
             attribute = f"favorite {attr}" if attribute == "favorite" else "likes"
@@ -1436,7 +1466,7 @@ _NOT_AN_ITEM = re.compile(
 def _is_noun(attribute: str, value: str) -> bool:
     """Whether a pattern's ``value`` can be what a pronoun stands for: not a change of
     state (_STATE_VALUES; a partnership's "divorced", "single") and not a number ("34")."""
-    if attribute == PARTNER or value.casefold() in _STATE_VALUES:
+    if attribute == PARTNER or value.casefold() in _STATE_VALUES or value.startswith("no longer "):
         return False
     return not re.fullmatch(r"[\d\W]*", value)
 
@@ -1863,14 +1893,28 @@ def _employment(fact: _Found, clause: str) -> list[_Found]:
     return [fact, work]
 
 
+# A food eaten as a change ("I eat meat again", "I started eating fish"): it ends a diet
+# without it; eating it alongside one ("I'm vegetarian but I eat fish") is not said to.
+_TAKEN_UP_AGAIN = re.compile(
+    r"\b(?:again|now|these days|nowadays|anymore|started|start|began|begun|back to)\b", re.IGNORECASE
+)
+
+
 def _ending(clause: str, attribute: str, value: str) -> tuple[tuple[str, ...], str]:
     """``(retires, retires_when)`` of the pattern that gave the clause its attribute
     (ExtractedFact.retires): a job's ending ends the employer too; "I left Acme" ends the
     job where Acme is the employer; a diet ends the stances on what it leaves out
-    ("I'm vegetarian now" ends "stance on meat")."""
+    ("I'm vegetarian now" ends "stance on meat"), and eating such a food again ends the
+    diets that leave it out ("I eat meat again" ends "vegetarian", "vegan",
+    "pescatarian", not "gluten-free")."""
     if attribute == "diet" and value.lower() in _DIET_ENDS:
         items = dict.fromkeys(_DIET_ENDS[value.lower()])
         return tuple(f"{STANCE} {item}" for item in items), ""
+    if attribute.startswith(f"{STANCE} ") and value == _DOES and _TAKEN_UP_AGAIN.search(clause):
+        item = attribute[len(STANCE) + 1 :]
+        diets = [diet for diet, items in _DIET_ENDS.items() if item in items]
+        # retires_when names every diet the food ends: the current one need only be among them.
+        return (("diet",), " ".join(diets)) if diets else ((), "")
     for pattern in _PATTERNS:
         if not pattern.retires or pattern.attribute != attribute:
             continue
