@@ -538,10 +538,11 @@ def test_an_age_of_someone_else_is_a_fact_about_them_and_the_relation_stays_apar
     assert [(f.subject, f.attribute, f.value, f.text) for f in episode.facts] == [
         ("user", "son", "Arjun", "The user's son is Arjun."),
         ("Arjun", "age", "8", "The user's son Arjun is 8."),
-        ("user", "niece", "Lea", "The user's niece Lea plays chess."),
+        ("user", "niece", "Lea", "The user's niece is Lea."),
+        ("Lea", "stance on chess", "does", "The user's niece Lea plays chess."),
         ("Lea", "age", "12", "Lea just turned 12."),
     ]
-    assert episode.title == "Arjun, Lea"
+    assert episode.title == "Lea, Arjun"
     assert [(e.name, e.kind, e.summary) for e in episode.entities][:2] == [
         ("user", "person", ""),
         ("Arjun", "person", "The user's son is Arjun."),
@@ -733,7 +734,7 @@ def test_the_words_before_a_name_decide_whether_it_is_an_organisation_or_a_place
 ) -> None:
     """The same name is an employer or a place by the verb or noun before it, never by
     the name itself."""
-    assert _entity_kinds(content) == {"Fernleaf": kind}
+    assert _entity_kinds(content)["Fernleaf"] == kind
 
 
 @pytest.mark.parametrize(
@@ -1199,6 +1200,7 @@ def test_a_group_named_after_a_colon_gives_a_fact_per_member() -> None:
 def test_a_sentence_is_one_fact_when_its_plain_fact_and_an_age_read_alike() -> None:
     episode = extract_episode([_m(1, "Our son Tom is 5 years old and loves trucks.")])
     assert [(f.text, f.subject, f.attribute, f.value) for f in episode.facts] == [
+        ("The user's son is Tom.", "user", "son", "Tom"),
         ("The user's son Tom is 5 years old and loves trucks.", "Tom", "age", "5"),
     ]
     assert {(e.name, e.kind) for e in episode.entities} == {("Tom", "person"), ("user", "person")}
@@ -1287,3 +1289,98 @@ def test_leaving_a_diet_or_eating_what_it_leaves_out_again_ends_it(
 def test_eating_something_beside_a_diet_ends_nothing(content: str) -> None:
     facts = extract_episode([_m(1, content)]).facts
     assert [f.retires for f in facts if f.attribute != "diet"] in ([()], [])
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (
+            "Our son Tom is 5.",
+            [("user", "son", "Tom", "The user's son is Tom."), ("Tom", "age", "5", "The user's son Tom is 5.")],
+        ),
+        (
+            "My sister Anna lives in Oslo.",
+            [
+                ("user", "sister", "Anna", "The user's sister is Anna."),
+                ("Anna", "lives in", "Oslo", "The user's sister Anna lives in Oslo."),
+            ],
+        ),
+        (
+            "Our daughter Mia started school.",
+            [("user", "daughter", "Mia", "The user's daughter Mia started school.")],
+        ),
+        (
+            "My brother, Jake, works at Globex.",
+            [
+                ("user", "brother", "Jake", "The user's brother is Jake."),
+                ("Jake", "works at", "Globex", "The user's brother, Jake, works at Globex."),
+            ],
+        ),
+        (
+            "Our dog Rex loves the beach.",
+            [("user", "dog", "Rex", "The user's dog is Rex."), ("Rex", "stance on beach", "likes", "The user's dog Rex loves the beach.")],
+        ),
+        (
+            "Yesterday, my husband Sam got a job at Fernleaf.",
+            [
+                ("user", "partner", "Sam", "The user's husband is Sam."),
+                ("Sam", "works at", "Fernleaf", "Yesterday (10 March 2026), the user's husband Sam got a job at Fernleaf."),
+            ],
+        ),
+        # With the speaker beside them it is the speaker's clause.
+        ("My wife and I moved to Denver.", [("user", "lives in", "Denver", "The user's wife and the user moved to Denver.")]),
+    ],
+)
+def test_a_relation_named_as_a_clauses_subject_is_a_relation_and_a_fact_about_them(
+    content: str, expected: list[tuple[str, str, str, str]]
+) -> None:
+    episode = extract_episode([_m(1, content)])
+    assert [(f.subject, f.attribute, f.value, f.text) for f in episode.facts] == expected
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("My daughter goes to Riverside Elementary.", ("user's daughter", "Riverside Elementary")),
+        ("My son attends Oakwood High School.", ("user's son", "Oakwood High School")),
+        ("Our daughter is in third grade at Lincoln Elementary.", ("user's daughter", "Lincoln Elementary")),
+        ("My son started kindergarten at Maple Grove Primary.", ("user's son", "Maple Grove Primary")),
+        ("My daughter Mia goes to Riverside Elementary.", ("Mia", "Riverside Elementary")),
+        ("Lily just started at Riverside Elementary School.", ("Lily", "Riverside Elementary School")),
+    ],
+)
+def test_where_a_relation_goes_to_school_is_their_attribute(content: str, expected: tuple[str, str]) -> None:
+    episode = extract_episode([_m(1, content)])
+    (fact,) = [f for f in episode.facts if f.attribute == "studies at"]
+    assert (fact.subject, fact.value, fact.text) == (*expected, third_person(content, "user"))
+    kinds = {e.name: e.kind for e in episode.entities}
+    assert (kinds[expected[0]], kinds[expected[1]]) == ("person", "organisation")
+
+
+@pytest.mark.parametrize(
+    ("content", "subject", "attribute", "value"),
+    [
+        ("My mom is a nurse.", "user's mom", "job", "nurse"),
+        ("My dad lives in Chicago now.", "user's dad", "lives in", "Chicago"),
+        ("Mara: My brother quit his job.", "Mara's brother", "job", "quit"),
+    ],
+)
+def test_an_unnamed_relation_as_a_clauses_subject_is_the_facts_subject(
+    content: str, subject: str, attribute: str, value: str
+) -> None:
+    (fact,) = extract_episode([_m(1, content)]).facts
+    assert (fact.subject, fact.attribute, fact.value) == (subject, attribute, value)
+
+
+def test_an_unnamed_relation_takes_the_name_the_episode_gives_it() -> None:
+    episode = extract_episode(
+        [_m(1, "My daughter Mia is 6."), _m(2, "My daughter goes to Riverside Elementary."), _m(3, "My sister is a nurse.")]
+    )
+    assert [(f.subject, f.attribute, f.value) for f in episode.facts] == [
+        ("user", "daughter", "Mia"),
+        ("Mia", "age", "6"),
+        ("Mia", "studies at", "Riverside Elementary"),
+        # No sister is named here.
+        ("user's sister", "job", "nurse"),
+    ]
+    assert "user's daughter" not in {e.name for e in episode.entities}

@@ -328,7 +328,12 @@ _NOT_PURSUITS = (
     r"making|taking|saying|talking|asking|crying|laughing|worrying|planning|waiting|using|"
     r"preparing|packing|noticing|realizing|realising|coming|becoming|to)"
 )
-_SCHOOL = r"(?-i:School|University|College|Academy|Institute|Uni|Polytechnic|Conservatory)"
+# A word that makes a name a school's: "Riverside Elementary", "Oakwood High", "Leeds Uni"
+# ("High" or "Middle" only last or before "School": "High Street" is none).
+_SCHOOL = (
+    r"(?-i:School|University|College|Academy|Institute|Uni|Polytechnic|Conservatory|Elementary|"
+    r"Primary|Kindergarten|Preschool|Pre-K|Nursery|Montessori|(?:High|Middle|Junior High)(?= School|\s*$|\s*[,;.!?]))"
+)
 _HABIT = rf"(?P<value>(?!{_STOP_WORD}\b)[\w'-]+(?: (?!{_STOP_WORD}\b)[\w'-]+){{0,3}})"
 _VERBAL = r"(?P<verbal>[^,;.!?]+)"
 # A clause saying "anymore" / "any longer": what follows "don't" has stopped.
@@ -383,16 +388,16 @@ _PARTNERSHIP_ENDS = [
 
 
 _RELATION_PATTERNS = [
-    # "my sister is Mara", "my dog's name is Rex", "my sister is called Mara"
+    # "my sister is Mara", "our dog's name is Rex", "my sister is called Mara"
     re.compile(
-        rf"\bmy {_ADJ}(?P<attr>{_RELATION_WORDS})(?:'s name)? (?:is|was|'s) "
+        rf"\b(?:my|our) {_ADJ}(?P<attr>{_RELATION_WORDS})(?:'s name)? (?:is|was|'s) "
         rf"(?:called |named )?(?P<value>{_NAME})\b",
         re.IGNORECASE,
     ),
-    # "Mara is my sister"
-    re.compile(rf"\b(?P<value>{_NAME}),? (?:is|was) my {_ADJ}(?P<attr>{_RELATION_WORDS})\b"),
-    # "my sister Mara", "my sister, Mara,", "a dog named Rex" / "a sister called Mara"
-    re.compile(rf"\b(?i:my {_ADJ}(?P<attr>{_RELATION_WORDS})),? (?P<value>{_NAME})\b"),
+    # "Mara is my sister", "Rex is our dog"
+    re.compile(rf"\b(?P<value>{_NAME}),? (?:is|was) (?i:my|our) {_ADJ}(?P<attr>{_RELATION_WORDS})\b"),
+    # "my sister Mara", "our son, Tom,", "a dog named Rex" / "a sister called Mara"
+    re.compile(rf"\b(?i:(?:my|our) {_ADJ}(?P<attr>{_RELATION_WORDS})),? (?P<value>{_NAME})\b"),
     re.compile(
         rf"\b(?i:(?:a|an|my|another|our) {_ADJ}(?P<attr>{_RELATION_WORDS})) (?i:named|called) (?P<value>{_NAME})\b"
     ),
@@ -534,7 +539,9 @@ _PATTERNS = [
         kind="organisation",
     ),
     _p(
-        rf"{_I}(?: go to| attend|'m attending| am attending) (?:the )?(?P<value>[^,;.!?]*\b{_SCHOOL}\b[^,;.!?]*)",
+        rf"{_I}(?: go to| attend|'m attending| am attending|(?:'m| am) (?:in (?:the )?\w+ (?:grade|year|class) )?at|"
+        rf"{_HAVE} (?:started|began|begun)(?: (?:school|kindergarten|preschool|nursery|college|university|"
+        rf"(?:the )?\w+ (?:grade|year)))? at) (?:the )?(?P<value>[^,;.!?]*\b{_SCHOOL}\b[^,;.!?]*)",
         "studies at",
         single=True,
         kind="organisation",
@@ -790,6 +797,8 @@ class _Found:
     retires_when: str = ""
     # Who said it, when the fact is about someone else ("Arjun turned 9": subject Arjun).
     speaker: str = ""
+    # The relation word of a subject left unnamed ("my daughter goes to ...": daughter).
+    relative: str = ""
 
     def restored(self) -> _Found:
         """This fact with abbreviations' full stops written again (_restored)."""
@@ -1629,7 +1638,7 @@ _AGE_OF = re.compile(
 # "He turned 9", "she's 12 now": an age whose person the previous sentence names.
 _PRONOUN_AGE = re.compile(r"\b(?:he|she)(?:'s| is| just turned| turned) \d{1,3}\b", re.IGNORECASE)
 # The relation word a clause names its person by ("my son Arjun is 8": son).
-_RELATION_WORD = re.compile(rf"\bmy {_ADJ}(?P<attr>{_RELATION_WORDS})\b", re.IGNORECASE)
+_RELATION_WORD = re.compile(rf"\b(?:my|our) {_ADJ}(?P<attr>{_RELATION_WORDS})\b", re.IGNORECASE)
 # A name joined to the speaker ("Priya and I ..."): a name by its place, like a value.
 _CO_SUBJECT_NAME = re.compile(rf"^(?P<name>{_NAME}) and (?:I|my|we)\b")
 
@@ -1715,10 +1724,12 @@ def _member_facts(clause: str, speaker: str, sequence: int) -> list[_Found]:
 # --- facts about someone the clause names ------------------------------------------------
 
 # A clause whose subject is a name and a verb ("Priya is a teacher", "Mark works at Acme",
-# "Priya quit her job"): read as the speaker's own clause would be ("I'm a teacher"), its
-# fact is about that person.
+# "Priya quit her job") or one's relation, named or not ("my sister Anna lives in Oslo",
+# "my daughter goes to ..."): read as the speaker's own clause would be ("I'm a teacher"),
+# its fact is about that person.
 _NAMED_SUBJECT = re.compile(
-    rf"^(?!I\b|I')(?P<name>{_NAME})(?P<adv>(?: (?:now|currently|still|also|just|recently|finally))*)"
+    rf"^(?:(?i:(?:my|our) {_ADJ}(?P<attr>{_RELATION_WORDS}))(?:,? (?P<relative>{_NAME}),?)?"
+    rf"|(?!I\b|I')(?P<name>{_NAME}))(?P<adv>(?: (?:now|currently|still|also|just|recently|finally))*)"
     r"(?P<verb>'s|\s+[a-z]+)\b(?!')"
 )
 # Words after a name that are no verb: the name is not the clause's subject alone.
@@ -1742,61 +1753,119 @@ def _first_person_verb(verb: str) -> str:
     return verb
 
 
-def _of_someone(clause: str, speaker: str) -> tuple[str, str, str, bool, str, tuple[str, ...], str] | None:
-    """``(name, attribute, value, single, kind, retires, retires_when)`` when ``clause``'s
-    subject is a person it names, not the speaker, and it says of them what a pattern
-    reads in the speaker's own clause ("Priya is a teacher" as "I'm a teacher"); None
-    otherwise (an age is _ages', a relation the speaker's)."""
-    if clause.endswith("?") or _QUESTION_START.match(clause) or _HYPOTHETICAL.match(clause):
-        return None
-    match = _NAMED_SUBJECT.match(clause)
-    if match is None:
-        return None
-    name, verb = match.group("name"), match.group("verb").strip()
+@dataclass(frozen=True)
+class _Someone:
+    """What a clause says of the person (or animal) it has as subject (_of_someone):
+    ``name`` is theirs, or "<speaker>'s <relation>" for a relation left unnamed ("my
+    daughter"); ``relation`` the relation word that introduced them, if any."""
+
+    name: str
+    attribute: str
+    value: str
+    single: bool
+    kind: str
+    retires: tuple[str, ...]
+    retires_when: str
+    relation: str = ""
+    named: bool = True
+
+    @property
+    def subject_kind(self) -> str:
+        """The kind of entity the subject is: an animal for a pet, else a person."""
+        return "animal" if self.relation in _PETS else "person"
+
+
+def _subject(match: re.Match[str], speaker: str) -> tuple[str, str, bool] | None:
+    """``(name, relation, named)`` of the subject _NAMED_SUBJECT matched, or None when
+    it is no one but the speaker, or no person ("Acme Inc", "Yes")."""
+    relation = (match.group("attr") or "").lower()
+    name = match.group("relative") or match.group("name")
+    if name is None:
+        return f"{speaker}'s {relation}", relation, False
     if (
         name.split()[0].lower().split("'")[0] in _NOT_NAMES
         or name.casefold() == speaker.casefold()
-        or verb in _NOT_VERBS
         or _ORGANISATION.search(name)
-        # "Mark says I drive a Golf": a pattern would read the speaker's clause.
-        or re.search(r"\b(?:I|we)\b", clause[match.end() :], re.IGNORECASE)
     ):
+        return None
+    return name, relation, True
+
+
+def _of_someone(clause: str, speaker: str) -> _Someone | None:
+    """What ``clause`` says of its subject when that is a person it names or a relation
+    of the speaker's, not the speaker, read as a pattern reads the speaker's own clause
+    ("Priya is a teacher" as "I'm a teacher", "my sister Anna lives in Oslo" as "I live
+    in Oslo"); None otherwise (an age is _ages', a relation the speaker's)."""
+    if clause.endswith("?") or _QUESTION_START.match(clause) or _HYPOTHETICAL.match(clause):
+        return None
+    core = _core(clause)  # "Yesterday, my husband Sam got a job": its subject after the time
+    match = _NAMED_SUBJECT.match(core)
+    subject = _subject(match, speaker) if match else None
+    if match is None or subject is None:
+        return None
+    verb = match.group("verb").strip()
+    # "Mark says I drive a Golf": a pattern would read the speaker's clause.
+    if verb in _NOT_VERBS or re.search(r"\b(?:I|we)\b", core[match.end() :], re.IGNORECASE):
         return None
     verb = _first_person_verb(verb)
     joint = "" if verb.startswith("'") else " "
-    rest = re.sub(r"\b(?:his|her|their)\b", "my", clause[match.end() :], flags=re.IGNORECASE)
+    rest = re.sub(r"\b(?:his|her|their)\b", "my", core[match.end() :], flags=re.IGNORECASE)
     own = f"I{match.group('adv')}{joint}{verb}{rest}"
     attribute = _matched(_PATTERNS, own)
     if attribute is None or attribute[0] in _NOT_OF_SOMEONE:
         return None
     retires, when = _ending(own, attribute[0], attribute[1])
-    return name, *attribute, retires, when
+    name, relation, named = subject
+    return _Someone(name, *attribute, retires, when, relation, named)
 
 
-def _someone_fact(clause: str, speaker: str, text: str, sequence: int) -> _Found | None:
-    """The fact about the person ``clause`` names as its subject (_of_someone), or None."""
+def _someone_facts(clause: str, speaker: str, text: str, sequence: int) -> list[_Found]:
+    """The fact about the person ``clause`` has as its subject (_of_someone) and, when a
+    relation names them ("my sister Anna lives in Oslo"), the relation apart ("The
+    user's sister is Anna."); [] when the clause is about no one else."""
     found = _of_someone(clause, speaker)
     if found is None:
-        return None
-    name, attribute, value, single, kind, retires, when = found
+        return []
+    name, value, kind = found.name, found.value, found.kind
     names = [n for n in names_in(clause) if n[0].casefold() not in (name.casefold(), speaker.casefold())]
-    entities = [(name, "person")]
+    entities = [(name, found.subject_kind)]
     if value and kind:
         entities.append((value, kind))
     entities.extend((n, k) for n, k, _ in names if n.casefold() != value.casefold())
-    return _Found(
+    fact = _Found(
         text=text[:MAX_FACT_CHARS],
         subject=name,
-        attribute=attribute,
+        attribute=found.attribute,
         value=value,
-        single=single,
+        single=found.single,
         entities=[*entities, (speaker, "person")],
         tentative=set(),
         sequence=sequence,
-        weight=_weight(clause, attribute, names),
-        retires=retires,
-        retires_when=when,
+        weight=_weight(clause, found.attribute, names),
+        retires=found.retires,
+        retires_when=found.retires_when,
         speaker=speaker,
+        relative="" if found.named else found.relation,
+    )
+    if not (found.relation and found.named):
+        return [fact]
+    return [_relation_fact(speaker, found.relation, name, found.subject_kind, fact), fact]
+
+
+def _relation_fact(speaker: str, relation: str, name: str, kind: str, of: _Found) -> _Found:
+    """The speaker's relation ``name`` as a fact of its own ("The user's sister is
+    Anna."), drawn from the clause that gave ``of``."""
+    owner = "The user" if speaker == USER else speaker
+    return _Found(
+        text=f"{owner}'s {relation} is {name}.",
+        subject=speaker,
+        attribute=_relation_attribute(relation),
+        value=name,
+        single=_relation_single(relation),
+        entities=[(speaker, "person"), (name, kind)],
+        tentative=set(),
+        sequence=of.sequence,
+        weight=of.weight,
     )
 
 
@@ -1961,10 +2030,10 @@ def facts_in(message: TranscriptMessage, previous: str = "") -> list[_Found]:
         clause, others = resolved
         text = resolve_dates(third_person(clause, speaker, others), message.created_at)
         ages = _ages(clause, speaker)
-        other = _someone_fact(clause, speaker, text, message.sequence_number)
+        of_others = _someone_facts(clause, speaker, text, message.sequence_number)
         members = _member_facts(clause, speaker, message.sequence_number) if statement else []
-        if other is not None:
-            found.append(other)
+        if of_others:
+            found.extend(of_others)
         elif members:
             found.extend(members)
             rest = _MEMBERS.sub("", clause)
@@ -1996,6 +2065,21 @@ def _restates_speaker(clause: str, speaker: str) -> bool:
     Caroline."."""
     attribute = _attribute(clause)
     return attribute is not None and attribute[0] == "name" and attribute[1].casefold() == speaker.casefold()
+
+
+def _name_relatives(found: list[_Found]) -> None:
+    """Give a relative left unnamed ("my daughter goes to ...": subject "user's daughter")
+    the name the episode gives that relation ("my daughter Mia"), when it gives one only."""
+    named: dict[tuple[str, str], set[str]] = {}
+    for fact in found:
+        if not fact.speaker and fact.attribute and fact.value:
+            named.setdefault((fact.subject, fact.attribute), set()).add(fact.value)
+    for fact in found:
+        names = named.get((fact.speaker, _relation_attribute(fact.relative)), set()) if fact.relative else set()
+        if len(names) == 1:
+            (name,) = names
+            fact.entities = [(name if n == fact.subject else n, k) for n, k in fact.entities]
+            fact.subject = name
 
 
 def _confirm_names(found: list[_Found]) -> None:
@@ -2063,6 +2147,7 @@ def extract_episode(messages: list[TranscriptMessage]) -> EpisodeExtraction:
         sentences = clauses(speaker_of(message)[1])
         previous = sentences[-1] if sentences else previous
     _confirm_names(found)
+    _name_relatives(found)
     entities, mentions = _entities(found)
     best = sorted(range(len(found)), key=lambda i: (-found[i].weight, i))[:SUMMARY_LINES]
     lines = [found[i] for i in sorted(best)]
