@@ -1384,3 +1384,70 @@ def test_an_unnamed_relation_takes_the_name_the_episode_gives_it() -> None:
         ("user's sister", "job", "nurse"),
     ]
     assert "user's daughter" not in {e.name for e in episode.entities}
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (
+            "We have two kids: Lily is 7 and Noah is 4.",
+            [
+                ("user", "kid", "Lily", "Lily is one of the user's two kids."),
+                ("user", "kid", "Noah", "Noah is one of the user's two kids."),
+                ("Lily", "age", "7", "The user and others have two kids: Lily is 7."),
+                ("Noah", "age", "4", "Noah is 4."),
+            ],
+        ),
+        (
+            "I have two daughters: Mia, who is 9, and Zoe, who is 6.",
+            [
+                ("user", "daughter", "Mia", "Mia is one of the user's two daughters."),
+                ("user", "daughter", "Zoe", "Zoe is one of the user's two daughters."),
+                ("Mia", "age", "9", "The user has two daughters: Mia, who is 9, and Zoe, who is 6."),
+                ("Zoe", "age", "6", "The user has two daughters: Mia, who is 9, and Zoe, who is 6."),
+            ],
+        ),
+        (
+            "Our two boys, Sam (8) and Ben (5), love soccer.",
+            [
+                ("user", "son", "Sam", "Sam is one of the user's two boys."),
+                ("user", "son", "Ben", "Ben is one of the user's two boys."),
+                ("Sam", "age", "8", "The user's two boys, Sam (8) and Ben (5), love soccer."),
+                ("Ben", "age", "5", "The user's two boys, Sam (8) and Ben (5), love soccer."),
+            ],
+        ),
+        (
+            "I have three sisters - Ana, Bea and Cleo.",
+            [
+                ("user", "sister", "Ana", "Ana is one of the user's three sisters."),
+                ("user", "sister", "Bea", "Bea is one of the user's three sisters."),
+                ("user", "sister", "Cleo", "Cleo is one of the user's three sisters."),
+            ],
+        ),
+        # What the list says besides the names stays a fact of its own.
+        (
+            "We have two cats: Miso is black and Tofu is white.",
+            [
+                ("user", "cat", "Miso", "Miso is one of the user's two cats."),
+                ("user", "cat", "Tofu", "Tofu is one of the user's two cats."),
+                ("user", "", "", "The user and others have two cats: Miso is black and Tofu is white."),
+            ],
+        ),
+        # No more members than the count says.
+        (
+            "We have two kids, Lily who is 7 and Noah who is 4, Mark is my brother.",
+            [
+                ("user", "kid", "Lily", "Lily is one of the user's two kids."),
+                ("user", "kid", "Noah", "Noah is one of the user's two kids."),
+                ("Lily", "age", "7", "The user and others have two kids, Lily who is 7 and Noah who is 4."),
+                ("Noah", "age", "4", "The user and others have two kids, Lily who is 7 and Noah who is 4."),
+                ("user", "brother", "Mark", "Mark is the user's brother."),
+            ],
+        ),
+    ],
+)
+def test_a_group_introduced_before_its_members_gives_a_relation_per_member(
+    content: str, expected: list[tuple[str, str, str, str]]
+) -> None:
+    episode = extract_episode([_m(1, content)])
+    assert [(f.subject, f.attribute, f.value, f.text) for f in episode.facts] == expected

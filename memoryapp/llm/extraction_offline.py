@@ -874,12 +874,16 @@ def strip_discourse(clause: str) -> str:
 def clauses(text: str) -> list[str]:
     """Sentences of ``text`` (not ended by an abbreviation's full stop, which is
     _ABBREVIATION_DOT in them), each split before a new first-person clause."""
-    out: list[str] = []
+    return [clause for sentence in sentences(text) for clause in sentence]
+
+
+def sentences(text: str) -> list[list[str]]:
+    """The clauses of each sentence of ``text`` (clauses), sentence by sentence."""
+    out: list[list[str]] = []
     for sentence in _SENTENCES.split(_protect_abbreviations(text.replace("\u2019", "'"))):
-        for clause in _split_clauses(sentence.strip()):
-            clause = _LEADING_CONJUNCTION.sub("", strip_discourse(clause.strip()))
-            if clause:
-                out.append(clause)
+        parts = [_LEADING_CONJUNCTION.sub("", strip_discourse(c.strip())) for c in _split_clauses(sentence.strip())]
+        if any(parts):
+            out.append([part for part in parts if part])
     return out
 
 
@@ -1631,8 +1635,8 @@ def resolve_references(clause: str, previous: str, speaker: str) -> tuple[str, s
 # "<Name> turned 9", "<Name> is 8 (years old)", "my son Arjun's 9 now": the age of a person
 # other than the speaker, single-valued per person (the fact's subject is that person).
 _AGE_OF = re.compile(
-    rf"(?<![\w'])(?P<name>{_NAME}),? (?:(?:has )?(?:just |recently |finally )?turned |"
-    r"(?:is|'s)(?: now| already| only)? )(?P<age>\d{1,3})(?=\s*(?:$|[,.!;]|years? old\b|"
+    rf"(?<![\w'])(?P<name>{_NAME})(?:,? (?:who ?)?(?:(?:has )?(?:just |recently |finally )?turned |"
+    r"(?:is|'s)(?: now| already| only)? )| \((?=\d{1,3}\)))(?P<age>\d{1,3})(?=\s*(?:$|[,.!;)]|years? old\b|"
     r"yrs? old\b|now\b|this\b|last\b|next\b|today\b|yesterday\b|in\b|on\b|and\b|but\b|so\b))"
 )
 # "He turned 9", "she's 12 now": an age whose person the previous sentence names.
@@ -1678,7 +1682,8 @@ def _plural(word: str) -> str:
     return word + "s"
 
 
-_SINGULAR = {_plural(w): w for w in _RELATIONS_MULTI + _PETS}
+# "our two boys", "my girls": one's sons and daughters when their names follow.
+_SINGULAR = {_plural(w): w for w in _RELATIONS_MULTI + _PETS} | {"boys": "son", "girls": "daughter"}
 _COUNT = r"(?:two|three|four|five|six|seven|eight|nine|ten|\d{1,2}|a couple of|twin)"
 # "We have two kids, Lily and Tom", "two kids: Lily and Tom", "our kids Lily and Tom", "my
 # sisters are Ana and Bea":
@@ -1691,20 +1696,26 @@ _MEMBERS = re.compile(
 )
 
 
-def _member_facts(clause: str, speaker: str, sequence: int) -> list[_Found]:
-    """One relation fact per member of a group the speaker names with its members ("We
-    have two kids, Lily and Tom": kid Lily, kid Tom), each stating its own member ("Lily
-    is one of the user's two kids."); [] when ``clause`` names no such group."""
+def _member_facts(clause: str, group: _Group | None, speaker: str, sequence: int) -> tuple[list[_Found], str]:
+    """``(facts, rest)``: one relation fact per member of a group the speaker names with
+    its members ("We have two kids, Lily and Tom": kid Lily, kid Tom), each stating its
+    own member ("Lily is one of the user's two kids."), and what the clause says besides
+    ("love the park"); ([], "") when ``clause`` names no such group. ``group`` is the one
+    its sentence introduces before a colon, a comma or a dash (_group)."""
     match = _MEMBERS.search(clause)
-    if match is None:
-        return []
-    plural = match.group("attr").lower()
+    if group is not None and _GROUP_HEAD.search(clause):
+        plural, count, names, rest = group.plural, group.count, group.names, group.rest
+    elif match is not None:
+        plural, count = match.group("attr").lower(), match.group("count") or ""
+        names = [n for n in re.split(r",\s*(?:(?:and|&)\s+)?|\s+(?:and|&)\s+", match.group("names")) if n]
+        rest = _MEMBERS.sub("", clause)
+    else:
+        return [], ""
     attribute = _relation_attribute(_SINGULAR[plural])
     kind = "animal" if _SINGULAR[plural] in _PETS else "person"
     owner = "the user" if speaker == USER else speaker
-    count = f"{match.group('count').lower()} " if match.group("count") else ""
-    names = [n for n in re.split(r",\s*(?:(?:and|&)\s+)?|\s+(?:and|&)\s+", match.group("names")) if n]
-    return [
+    count = f"{count.lower()} " if count else ""
+    facts = [
         _Found(
             text=f"{name} is one of {owner}'s {count}{plural}.",
             subject=speaker,
@@ -1719,6 +1730,55 @@ def _member_facts(clause: str, speaker: str, sequence: int) -> list[_Found]:
         for name in names
         if name.split()[0].lower() not in _NOT_NAMES
     ]
+    return facts, rest
+
+
+# A plural relation word introducing its members after a colon, a comma or a dash ("We
+# have two kids: Lily is 7 and Noah is 4", "I have two daughters, Mia, who is 9, and ...").
+_GROUP_HEAD = re.compile(
+    rf"\b(?i:(?:my|our|(?:I|we)(?:'ve got| have got| have| had| got))\s+(?:(?P<count>{_COUNT})\s+)?"
+    rf"{_ADJ}(?P<attr>{'|'.join(sorted(_SINGULAR, key=len, reverse=True))}))\s*(?::|,|\s?[-\u2013\u2014]+)\s*"
+)
+# Where a list of members splits: commas, brackets, dashes, "and".
+_MEMBER_SPLIT = re.compile(r"\s*(?:[,;()]|\s[-\u2013\u2014]+\s|\s(?:and|&)\s)\s*")
+# A part of the list that says more of the member before it ("who is 9", "8", "aged 5").
+_MEMBER_ASIDE = re.compile(r"^(?:who|which|aged?|ages|both|\d)", re.IGNORECASE)
+_COUNTS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+           "ten": 10, "a couple of": 2, "twin": 2}
+
+
+@dataclass(frozen=True)
+class _Group:
+    """A group a sentence introduces with its members: the plural relation word, the
+    count as written ("two" or ""), the members' names and the words after the list."""
+
+    plural: str
+    count: str
+    names: list[str]
+    rest: str
+
+
+def _group(sentence: str) -> _Group | None:
+    """The group ``sentence`` introduces before a colon, a comma or a dash, its members
+    the names that open the parts of the list after it ("Lily is 7 and Noah is 4": Lily,
+    Noah; asides such as "who is 9" skipped), up to the count given; None without one."""
+    head = _GROUP_HEAD.search(sentence)
+    if head is None:
+        return None
+    count = (head.group("count") or "").lower()
+    most = int(count) if count.isdigit() else _COUNTS.get(count, 12)
+    names: list[str] = []
+    said: list[str] = []  # what the list says of its members besides names and asides
+    parts = [re.sub(r"^(?:and|&)\s+", "", part) for part in _MEMBER_SPLIT.split(sentence[head.end() :])]
+    for index, part in enumerate(parts):
+        name = re.match(_NAME, part)
+        if name and name.group(0).split()[0].lower() not in _NOT_NAMES and len(names) < most:
+            names.append(name.group(0))
+            said.append(part[name.end() :].strip())
+        elif part and not _MEMBER_ASIDE.match(part):
+            said.extend(parts[index:])
+            break
+    return _Group(head.group("attr").lower(), count, names, " ".join(said).strip()) if names else None
 
 
 # --- facts about someone the clause names ------------------------------------------------
@@ -2017,32 +2077,43 @@ def facts_in(message: TranscriptMessage, previous: str = "") -> list[_Found]:
     if speaker is None:
         return []
     found: list[_Found] = []
-    for clause in clauses(body):
-        statement = _is_statement(clause)
-        someone = _of_someone(clause, speaker) is not None
-        if not statement and not someone and not _tells_age(clause):
+    for sentence in sentences(body):
+        group = _group(", ".join(sentence))
+        for clause in sentence:
+            statement = _is_statement(clause)
+            someone = _of_someone(clause, speaker) is not None
+            if not statement and not someone and not _tells_age(clause):
+                previous = clause
+                continue
+            resolved = resolve_references(clause, previous, speaker)
             previous = clause
-            continue
-        resolved = resolve_references(clause, previous, speaker)
-        previous = clause
-        if resolved is None:
-            continue
-        clause, others = resolved
-        text = resolve_dates(third_person(clause, speaker, others), message.created_at)
-        ages = _ages(clause, speaker)
-        of_others = _someone_facts(clause, speaker, text, message.sequence_number)
-        members = _member_facts(clause, speaker, message.sequence_number) if statement else []
-        if of_others:
-            found.extend(of_others)
-        elif members:
-            found.extend(members)
-            rest = _MEMBERS.sub("", clause)
-            if len(_WORD.findall(rest)) >= 2:  # "My kids Lily and Tom love the park"
-                found.append(_clause_fact(clause, speaker, text, message.sequence_number, ages))
-        elif statement and not _restates_speaker(clause, speaker):
-            found.extend(_employment(_clause_fact(clause, speaker, text, message.sequence_number, ages), clause))
-        found.extend(_age_fact(clause, speaker, text, message.sequence_number, a) for a in ages)
+            if resolved is not None:
+                clause, others = resolved
+                text = resolve_dates(third_person(clause, speaker, others), message.created_at)
+                found.extend(_facts_of_clause(clause, speaker, text, message.sequence_number, group))
     return [f.restored() for f in _without_echoes(found)]
+
+
+def _facts_of_clause(clause: str, speaker: str, text: str, sequence: int, group: _Group | None) -> list[_Found]:
+    """The facts of one clause (facts_in), its references resolved and ``text`` its
+    fact's text; ``group`` the group its sentence names with its members, if any."""
+    found: list[_Found] = []
+    ages = _ages(clause, speaker)
+    of_others = _someone_facts(clause, speaker, text, sequence)
+    members, rest = _member_facts(clause, group, speaker, sequence) if _is_statement(clause) else ([], "")
+    if of_others:
+        found.extend(of_others)
+    elif members:
+        found.extend(members)
+        if len(_WORD.findall(rest)) >= 2:  # "My kids Lily and Tom love the park"
+            fact = _clause_fact(clause, speaker, text, sequence, ages)
+            if fact.attribute == "has":  # "I have two kids: ..." has the members, not "kids: Lily"
+                fact.attribute, fact.value = "", ""
+            found.append(fact)
+    elif _is_statement(clause) and not _restates_speaker(clause, speaker):
+        found.extend(_employment(_clause_fact(clause, speaker, text, sequence, ages), clause))
+    found.extend(_age_fact(clause, speaker, text, sequence, a) for a in ages)
+    return found
 
 
 def _without_echoes(found: list[_Found]) -> list[_Found]:
