@@ -79,7 +79,10 @@ _FAMILY = [
         "grandma grandfather grandpa"
     ),
 ]
-_PETS = _names("dog cat pet puppy kitten horse bird rabbit hamster parrot turtle snake fish")
+_PETS = _names(
+    "dog cat pet puppy pup kitten kitty horse pony bird rabbit bunny hamster parrot turtle tortoise "
+    "snake lizard gecko ferret fish goldfish"
+)
 
 CATEGORIES: tuple[Category, ...] = (
     _category(

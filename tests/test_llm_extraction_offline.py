@@ -1451,3 +1451,42 @@ def test_a_group_introduced_before_its_members_gives_a_relation_per_member(
 ) -> None:
     episode = extract_episode([_m(1, content)])
     assert [(f.subject, f.attribute, f.value, f.text) for f in episode.facts] == expected
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        # Every pet a clause names is an animal, whichever comes first.
+        ("I have a dog named Rex and a cat named Luna.", [("dog", "Rex"), ("cat", "Luna")]),
+        ("We have a cat named Luna and a dog named Rex.", [("cat", "Luna"), ("dog", "Rex")]),
+        ("Our dog is called Rex.", [("dog", "Rex")]),
+        ("Rex, my dog, loves the beach.", [("dog", "Rex")]),
+        ("Luna is our cat.", [("cat", "Luna")]),
+        ("My pup Rex is so energetic.", [("pup", "Rex")]),
+        # A breed is a dog.
+        ("I have a golden retriever named Max.", [("dog", "Max")]),
+        ("Our beagle, Bo, is 3.", [("dog", "Bo")]),
+        # An animal's age keeps it an animal.
+        ("Our cat Luna is 2.", [("cat", "Luna")]),
+        ("We have two cats: Miso (3) and Tofu (1).", [("cat", "Miso"), ("cat", "Tofu")]),
+    ],
+)
+def test_a_pet_is_an_animal_whatever_the_words_name_it(content: str, expected: list[tuple[str, str]]) -> None:
+    episode = extract_episode([_m(1, content)])
+    relations = [(f.attribute, f.value) for f in episode.facts if f.subject == "user" and f.attribute]
+    assert relations == expected
+    kinds = {e.name: e.kind for e in episode.entities}
+    assert {kinds[name] for _, name in expected} == {"animal"}
+
+
+def test_each_relation_a_clause_names_besides_its_fact_is_a_fact() -> None:
+    episode = extract_episode([_m(1, "My sister Mara and my brother Tom came over.")])
+    assert [(f.attribute, f.value, f.text) for f in episode.facts] == [
+        ("sister", "Mara", "The user's sister Mara and the user's brother Tom came over."),
+        ("brother", "Tom", "The user's brother is Tom."),
+    ]
+
+
+def test_a_relation_before_a_name_and_a_possessive_is_that_names() -> None:
+    (fact,) = extract_episode([_m(1, "Chemistry is my husband Omar's subject.")]).facts
+    assert (fact.attribute, fact.value) == ("partner", "Omar")

@@ -249,8 +249,28 @@ _RELATIONS_MULTI = _words(
     "grandma grandfather grandpa niece nephew roommate colleague coworker neighbor "
     "neighbour mentor teacher coach"
 )
-_PETS = _words("dog cat pet puppy kitten horse bird rabbit hamster parrot turtle snake fish")
-_RELATION_WORDS = "|".join(_RELATIONS_SINGLE + _RELATIONS_MULTI + _PETS)
+_PETS = _words(
+    "dog cat pet puppy pup kitten kitty horse pony bird rabbit bunny hamster parrot turtle "
+    "tortoise snake lizard gecko ferret fish goldfish"
+)
+# Kinds of dog or cat one names a pet by ("our golden retriever Max"): that pet's relation.
+_BREEDS = {
+    **dict.fromkeys(
+        [
+            "golden retriever", "labrador retriever", "german shepherd", "border collie", "pit bull",
+            *_words(
+                "retriever labrador shepherd collie poodle terrier beagle bulldog husky corgi spaniel "
+                "dachshund chihuahua pug labradoodle goldendoodle rottweiler greyhound whippet "
+                "schnauzer pitbull doberman dalmatian"
+            ),
+        ],
+        "dog",
+    ),
+    "tabby": "cat",
+}
+#: Words for an animal one keeps: its name is an animal entity, never a person or a thing.
+_ANIMALS = frozenset([*_PETS, *_BREEDS])
+_RELATION_WORDS = "|".join(sorted(_RELATIONS_SINGLE + _RELATIONS_MULTI + [*_PETS, *_BREEDS], key=len, reverse=True))
 _ADJ = r"(?:(?:older|younger|little|big|best|new|old|twin|step|baby|late|dear|oldest|youngest|eldest) )?"
 _OCCUPATIONS = _words(
     "teacher engineer developer programmer designer doctor nurse lawyer accountant "
@@ -362,9 +382,15 @@ _PARTNER_WORDS = frozenset(
 
 
 def _relation_attribute(word: str) -> str:
-    """The attribute a relation word is stored under: PARTNER for a partner, else the word."""
-    word = word.lower()
-    return PARTNER if word in _PARTNER_WORDS else word
+    """The attribute a relation word is stored under: PARTNER for a partner, "dog" for a
+    breed of dog ("golden retriever"), else the word."""
+    word = " ".join(word.lower().split())
+    return PARTNER if word in _PARTNER_WORDS else _BREEDS.get(word, word)
+
+
+def _relation_kind(word: str) -> str:
+    """The kind of entity a relation word's name is: an animal for a pet, else a person."""
+    return "animal" if " ".join(word.lower().split()) in _ANIMALS else "person"
 
 
 _PARTNER = "|".join(sorted(_PARTNER_WORDS))
@@ -394,8 +420,11 @@ _RELATION_PATTERNS = [
         rf"(?:called |named )?(?P<value>{_NAME})\b",
         re.IGNORECASE,
     ),
-    # "Mara is my sister", "Rex is our dog"
-    re.compile(rf"\b(?P<value>{_NAME}),? (?:is|was) (?i:my|our) {_ADJ}(?P<attr>{_RELATION_WORDS})\b"),
+    # "Mara is my sister", "Rex is our dog", "Rex, our dog, ..."
+    # ("Chemistry is my husband Omar's subject": the relation is Omar's.)
+    re.compile(
+        rf"\b(?P<value>{_NAME})(?:,? (?:is|was)|,) (?i:my|our) {_ADJ}(?P<attr>{_RELATION_WORDS})\b(?!'s| {_NAME_WORD})"
+    ),
     # "my sister Mara", "our son, Tom,", "a dog named Rex" / "a sister called Mara"
     re.compile(rf"\b(?i:(?:my|our) {_ADJ}(?P<attr>{_RELATION_WORDS})),? (?P<value>{_NAME})\b"),
     re.compile(
@@ -887,6 +916,8 @@ def sentences(text: str) -> list[list[str]]:
     return out
 
 
+# "my dog," closing an apposition after a name ("Rex, my dog, loves the beach").
+_APPOSITION = re.compile(rf"(?i:(?:my|our) {_ADJ}(?:{_RELATION_WORDS})),")
 # A subject joined to the speaker by "and" ("Priya and I", "my wife and I"): not a clause.
 _CO_SUBJECT = re.compile(
     rf"^(?:(?i:(?:my|our) {_ADJ}(?:{_RELATION_WORDS}|parents|kids|children|family|friends|folks|"
@@ -916,7 +947,13 @@ def _split_clauses(sentence: str) -> list[str]:
     joints = [m.group(0) for m in _CLAUSES.finditer(sentence)]
     out = [pieces[0]]
     for joint, piece in zip(joints, pieces[1:], strict=True):
-        if (joint.strip() == "and" and _CO_SUBJECT.match(out[-1].strip())) or _adverbial(out[-1]):
+        # "Rex, my dog, loves the beach": a name before its apposition is no clause.
+        apposition = (
+            joint.startswith(",") and _APPOSITION.match(piece) is not None
+            and re.fullmatch(_NAME, out[-1].strip()) is not None
+            and out[-1].split()[0].lower() not in _NOT_NAMES
+        )
+        if (joint.strip() == "and" and _CO_SUBJECT.match(out[-1].strip())) or _adverbial(out[-1]) or apposition:
             out[-1] += joint + piece
         else:
             out.append(piece)
@@ -1291,7 +1328,7 @@ def _relation(clause: str) -> tuple[str, str, bool, str] | None:
         match = regex.search(clause)
         if match and match.group("value").split()[0].lower() not in _NOT_NAMES:
             attr = match.group("attr").lower()
-            kind = "animal" if attr in _PETS else "person"
+            kind = _relation_kind(attr)
             return _relation_attribute(attr), match.group("value"), _relation_single(attr), kind
     return None
 
@@ -1683,7 +1720,7 @@ def _plural(word: str) -> str:
 
 
 # "our two boys", "my girls": one's sons and daughters when their names follow.
-_SINGULAR = {_plural(w): w for w in _RELATIONS_MULTI + _PETS} | {"boys": "son", "girls": "daughter"}
+_SINGULAR = {_plural(w): w for w in [*_RELATIONS_MULTI, *_PETS, *_BREEDS]} | {"boys": "son", "girls": "daughter"}
 _COUNT = r"(?:two|three|four|five|six|seven|eight|nine|ten|\d{1,2}|a couple of|twin)"
 # "We have two kids, Lily and Tom", "two kids: Lily and Tom", "our kids Lily and Tom", "my
 # sisters are Ana and Bea":
@@ -1712,7 +1749,7 @@ def _member_facts(clause: str, group: _Group | None, speaker: str, sequence: int
     else:
         return [], ""
     attribute = _relation_attribute(_SINGULAR[plural])
-    kind = "animal" if _SINGULAR[plural] in _PETS else "person"
+    kind = _relation_kind(_SINGULAR[plural])
     owner = "the user" if speaker == USER else speaker
     count = f"{count.lower()} " if count else ""
     facts = [
@@ -1832,7 +1869,7 @@ class _Someone:
     @property
     def subject_kind(self) -> str:
         """The kind of entity the subject is: an animal for a pet, else a person."""
-        return "animal" if self.relation in _PETS else "person"
+        return _relation_kind(self.relation)
 
 
 def _subject(match: re.Match[str], speaker: str) -> tuple[str, str, bool] | None:
@@ -2054,7 +2091,11 @@ def _ending(clause: str, attribute: str, value: str) -> tuple[tuple[str, ...], s
     return (), ""
 
 
-def _age_fact(clause: str, speaker: str, text: str, sequence: int, person: tuple[str, str]) -> _Found:
+def _age_fact(
+    clause: str, speaker: str, text: str, sequence: int, person: tuple[str, str], animals: set[str]
+) -> _Found:
+    """The age of ``person`` (name, age), someone other than the speaker, as a fact about
+    them: an animal's if ``animals`` has their name ("our cat Luna is 2"), else a person's."""
     name, age = person
     return _Found(
         text=text[:MAX_FACT_CHARS],
@@ -2062,7 +2103,7 @@ def _age_fact(clause: str, speaker: str, text: str, sequence: int, person: tuple
         attribute="age",
         value=age,
         single=True,
-        entities=[(name, "person"), (speaker, "person")],
+        entities=[(name, "animal" if name in animals else "person"), (speaker, "person")],
         tentative=set(),
         sequence=sequence,
         weight=_weight(clause, "age", []),
@@ -2111,9 +2152,40 @@ def _facts_of_clause(clause: str, speaker: str, text: str, sequence: int, group:
                 fact.attribute, fact.value = "", ""
             found.append(fact)
     elif _is_statement(clause) and not _restates_speaker(clause, speaker):
-        found.extend(_employment(_clause_fact(clause, speaker, text, sequence, ages), clause))
-    found.extend(_age_fact(clause, speaker, text, sequence, a) for a in ages)
+        fact = _clause_fact(clause, speaker, text, sequence, ages)
+        found.extend(_employment(fact, clause))
+        found.extend(_other_relations(clause, speaker, fact))
+    animals = {name for word, name in _relations_in(clause) if _relation_kind(word) == "animal"}
+    if group is not None and _relation_kind(_SINGULAR[group.plural]) == "animal":
+        animals.update(group.names)
+    found.extend(_age_fact(clause, speaker, text, sequence, a, animals) for a in ages)
     return found
+
+
+def _relations_in(clause: str) -> list[tuple[str, str]]:
+    """``(relation word, name)`` of every relation ``clause`` names ("a dog named Rex and
+    a cat named Luna": dog Rex, cat Luna), in the order of _RELATION_PATTERNS."""
+    out: list[tuple[str, str]] = []
+    for regex in _RELATION_PATTERNS:
+        for match in regex.finditer(clause):
+            name = match.group("value")
+            if name.split()[0].lower() not in _NOT_NAMES and name not in (n for _, n in out):
+                out.append((match.group("attr").lower(), name))
+    return out
+
+
+def _other_relations(clause: str, speaker: str, fact: _Found) -> list[_Found]:
+    """A relation fact ("The user's cat is Luna.") for each relation ``clause`` names
+    besides the one ``fact`` (its clause's fact) states ("I have a dog named Rex and a cat
+    named Luna"): each name gets its kind and can be found by its relation."""
+    return [
+        _relation_fact(speaker, word, name, _relation_kind(word), fact)
+        for word, name in _relations_in(clause)
+        if name != fact.value
+        and name.casefold() != speaker.casefold()
+        # one partner, one mother: a second in the same clause is a misreading
+        and not (_relation_single(word) and _relation_attribute(word) == fact.attribute)
+    ]
 
 
 def _without_echoes(found: list[_Found]) -> list[_Found]:
