@@ -14,7 +14,7 @@ English first-person statements and nothing fitted to one data set.
   about the talk ("I was wondering if ...", "I think so": _META) becomes a fact about its
   speaker, rewritten in the third person ("I drive a Civic" -> "The user drives a
   Civic."), with relative dates resolved against the message's time ("yesterday
-  (7 May 2023)"); a clause of two words only if it says who one is ("I'm vegan.", "I'm
+  (7 May 2023)"; a loose amount as loosely: "a few years ago (around 2020)"); a clause of two words only if it says who one is ("I'm vegan.", "I'm
   Daniel."). Clauses that match a known pattern also get an ``attribute`` and a
   ``value`` (a name its speaker's label already gives is no fact: "Caroline: I'm
   Caroline"): relations (``sister`` Mara; wife, husband, boyfriend... are all ``partner``),
@@ -37,10 +37,17 @@ English first-person statements and nothing fitted to one data set.
 - **Others' facts.** A clause whose subject is a name and a verb ("Priya is a teacher",
   "Mark works at Acme", "Priya quit her job") is read as the speaker's own clause would
   be ("I'm a teacher"): a pattern's fact there is about that person (single-valued per
-  person), not the speaker.
+  person), not the speaker. So is a clause whose subject is one's relation ("my sister
+  Anna lives in Oslo": Anna lives in Oslo, and "The user's sister is Anna." apart; "my
+  daughter goes to Riverside Elementary": subject "user's daughter", or the one name the
+  episode gives her).
 - **Groups.** A plural relation word with its members' names ("We have two kids, Lily and
   Tom", "my sisters are Ana and Bea") gives a relation fact per member, each stating its
-  own ("Lily is one of the user's two kids.").
+  own ("Lily is one of the user's two kids."); so does a group introduced before a
+  colon, a comma or a dash, its members the names opening the parts of the list ("We
+  have two kids: Lily is 7 and Noah is 4").
+- **Diets.** Leaving one is the diet "no longer vegan"; eating again a food a diet
+  leaves out ("I eat meat again") retires the diets that leave it out.
   Discourse markers and interjections that open a clause ("Big news:", "Well, honestly,",
   "Guess what,") are not part of its fact.
 - **Clauses.** A sentence is split before each new first-person clause and before each
@@ -56,7 +63,8 @@ English first-person statements and nothing fitted to one data set.
   the piano"), never a stance or a change of state ("stopped", "quit"), a number or an
   item that refers elsewhere itself ("having them around"); with
   none or several, the fact is dropped (it would say nothing on its own).
-- **Entities.** The speaker (person), relation targets (person or animal), pattern values
+- **Entities.** The speaker (person), relation targets (person, or animal for a pet or a
+  breed, its age too; every relation a clause names is a fact), pattern values
   that are names, and capitalised names in the clause: organisation for employers, after
   work, a job or an occupation ("a job at Fernleaf", "a nurse at Fernleaf") and for names
   ending in University, Inc, ...; place after in/to/from/at otherwise; else thing. The
