@@ -1490,3 +1490,36 @@ def test_each_relation_a_clause_names_besides_its_fact_is_a_fact() -> None:
 def test_a_relation_before_a_name_and_a_possessive_is_that_names() -> None:
     (fact,) = extract_episode([_m(1, "Chemistry is my husband Omar's subject.")]).facts
     assert (fact.attribute, fact.value) == ("partner", "Omar")
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("I have a son, Leo, who is 12.", [("user", "son", "Leo"), ("Leo", "age", "12")]),
+        ("I have a friend, Sam, who lives in Rome.", [("user", "friend", "Sam")]),
+        (
+            "My partner Alex is a chef at Nopa.",
+            [("user", "partner", "Alex"), ("Alex", "job", "chef"), ("Alex", "works at", "Nopa")],
+        ),
+        ("Priya is a nurse at Fernleaf.", [("Priya", "job", "nurse"), ("Priya", "works at", "Fernleaf")]),
+        ("My son is in kindergarten at Hillside Elementary.", [("user's son", "studies at", "Hillside Elementary")]),
+        ("I used to be vegetarian.", [("user", "diet", "no longer vegetarian")]),
+    ],
+)
+def test_more_phrasings_of_relations_schools_employers_and_diets(
+    content: str, expected: list[tuple[str, str, str]]
+) -> None:
+    episode = extract_episode([_m(1, content)])
+    assert [(f.subject, f.attribute, f.value) for f in episode.facts] == expected
+
+
+def test_a_relatives_new_school_replaces_the_old_and_leaves_the_users_alone(project: Project, clock: Clock) -> None:
+    _told(project, clock, "2026-03-02T10:00:00Z", "I'm studying at Leeds University.", "My daughter goes to Riverside Elementary.")
+    _told(project, clock, "2026-08-16T09:00:00Z", "My daughter attends Hillside Academy now.")
+    current, _ = semantic.fact_list(project=project, dataset="changes")
+    assert sorted((f.subject.name if f.subject else "", f.text) for f in current if f.attribute) == [
+        ("user", "The user is studying at Leeds University."),
+        ("user's daughter", "The user's daughter attends Hillside Academy now."),
+    ]
+    old = Fact.objects.get(invalidated_at__isnull=False)
+    assert old.text == "The user's daughter goes to Riverside Elementary."

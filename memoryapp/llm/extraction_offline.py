@@ -435,6 +435,8 @@ _RELATION_PATTERNS = [
     ),
     # "my sister Mara", "our son, Tom,", "a dog named Rex" / "a sister called Mara"
     re.compile(rf"\b(?i:(?:my|our) {_ADJ}(?P<attr>{_RELATION_WORDS})),? (?P<value>{_NAME})\b"),
+    # "I have a son, Leo, who is 12": a name in apposition.
+    re.compile(rf"\b(?i:(?:a|an|another) {_ADJ}(?P<attr>{_RELATION_WORDS})), (?P<value>{_NAME})\b"),
     re.compile(
         rf"\b(?i:(?:a|an|my|another|our) {_ADJ}(?P<attr>{_RELATION_WORDS})) (?i:named|called) (?P<value>{_NAME})\b"
     ),
@@ -535,7 +537,7 @@ _PATTERNS = [
     # A diet left ("I'm not vegan anymore", "I stopped being vegetarian", "I gave up
     # veganism"): the diet is "no longer vegan", which replaces "vegan".
     _p(
-        rf"\bI(?:'m| am) (?:no longer|not{_ANYMORE}|(?:so |totally )?(?:done|through) (?:being|with)) "
+        rf"\bI(?:(?:'m| am) (?:no longer|not{_ANYMORE}|(?:so |totally )?(?:done|through) (?:being|with))| used to be) "
         rf"(?:a |an )?(?:strict )?(?P<value>{_DIETS_LEFT})(?:ism)?\b",
         "diet",
         single=True,
@@ -576,7 +578,7 @@ _PATTERNS = [
         kind="organisation",
     ),
     _p(
-        rf"{_I}(?: go to| attend|'m attending| am attending|(?:'m| am) (?:in (?:the )?\w+ (?:grade|year|class) )?at|"
+        rf"{_I}(?: go to| attend|'m attending| am attending|(?:'m| am) (?:in (?:kindergarten|preschool|nursery|(?:the )?\w+ (?:grade|year|class)) )?at|"
         rf"{_HAVE} (?:started|began|begun)(?: (?:school|kindergarten|preschool|nursery|college|university|"
         rf"(?:the )?\w+ (?:grade|year)))? at) (?:the )?(?P<value>[^,;.!?]*\b{_SCHOOL}\b[^,;.!?]*)",
         "studies at",
@@ -1925,9 +1927,10 @@ def _of_someone(clause: str, speaker: str) -> _Someone | None:
 
 
 def _someone_facts(clause: str, speaker: str, text: str, sequence: int) -> list[_Found]:
-    """The fact about the person ``clause`` has as its subject (_of_someone) and, when a
-    relation names them ("my sister Anna lives in Oslo"), the relation apart ("The
-    user's sister is Anna."); [] when the clause is about no one else."""
+    """The fact about the person ``clause`` has as its subject (_of_someone), a title and
+    a named employer apart (_employment), and, when a relation names them ("my sister
+    Anna lives in Oslo"), the relation apart ("The user's sister is Anna."); [] when the
+    clause is about no one else."""
     found = _of_someone(clause, speaker)
     if found is None:
         return []
@@ -1953,8 +1956,8 @@ def _someone_facts(clause: str, speaker: str, text: str, sequence: int) -> list[
         relative="" if found.named else found.relation,
     )
     if not (found.relation and found.named):
-        return [fact]
-    return [_relation_fact(speaker, found.relation, name, found.subject_kind, fact), fact]
+        return _employment(fact, clause)
+    return [_relation_fact(speaker, found.relation, name, found.subject_kind, fact), *_employment(fact, clause)]
 
 
 def _relation_fact(speaker: str, relation: str, name: str, kind: str, of: _Found) -> _Found:
@@ -2062,6 +2065,7 @@ def _employment(fact: _Found, clause: str) -> list[_Found]:
         tentative=set(),
         sequence=fact.sequence,
         weight=fact.weight,
+        speaker=fact.speaker,
     )
     fact.attribute, fact.value, fact.single = "job", title, True
     return [fact, work]
