@@ -49,6 +49,7 @@ from memoryapp.layer_search import (
     invalidated_facts,
 )
 from memoryapp.llm.port import ModelError
+from memoryapp.llm.synthesis_input import STATED_HERE, entry_line, stale_mark
 from memoryapp.message_search import (
     RANGE_MAX,
     RawHit,
@@ -382,9 +383,9 @@ class Outdated:
     now: str | None
 
     def note(self) -> str:
-        """``[no longer current as of <since>; now: <now>]`` (without "; now" when None)."""
-        now = f"; now: {self.now}" if self.now else ""
-        return f"[no longer current as of {self.since}{now}]"
+        """``[no longer current as of <since>; now: <now>]`` (without "; now" when None;
+        memoryapp.llm.synthesis_input.stale_mark)."""
+        return stale_mark(self.since, self.now)
 
 
 def outdated_statements(
@@ -437,7 +438,7 @@ def annotate(text: str, outdated: Sequence[Outdated]) -> str:
         wanted = " ".join(item.text.casefold().split()).rstrip(".")
         at = next((i for i, key in enumerate(keys) if wanted and wanted in key), None)
         if at is None:
-            extra.append(f"Stated here: {item.text} {item.note()}")
+            extra.append(f"{STATED_HERE}{item.text} {item.note()}")
         elif item.note() not in lines[at]:
             lines[at] = f"{lines[at]} {item.note()}"
     return "\n".join([*lines, *extra])
@@ -536,21 +537,43 @@ def synthesis_context(
     facts: Sequence[dict[str, Any]] = (),
     episodes: Sequence[dict[str, Any]] = (),
     outdated: _Outdated | None = None,
+    replaced_by: dict[str, str] | None = None,
 ) -> str:
-    """Plain text the synthesis call answers from: ``fact (date): text`` per fact,
-    ``episode (date): title: summary`` per episode, then ``role (date): content`` per raw
-    hit and neighbour, statements no longer current marked as in build_context. Not
-    escaped: the adapter delimits and escapes it (memoryapp.llm.prompts)."""
+    """Plain text the synthesis call answers from, in memoryapp.llm.synthesis_input's
+    entries: ``fact (date): text`` per fact, ``episode (date): title`` with its summary on
+    the next lines per episode, then ``role (date): content`` per raw hit and neighbour.
+    Statements no longer current are marked as in build_context, and so is an
+    invalidated fact (``includeInvalidated``: ``replaced_by`` maps its id to the text of
+    the current fact that replaced it). Not escaped: the adapter delimits and escapes it
+    (memoryapp.llm.prompts)."""
     outdated = outdated or {}
-    lines = [f"fact ({f['validFrom'][:10]}): {_snippet(f['text'])}" for f in facts]
+    replaced_by = replaced_by or {}
+    lines = []
+    for f in facts:
+        text = _snippet(f["text"])
+        if f["invalidatedAt"]:
+            mark = stale_mark(f["invalidatedAt"][:10], replaced_by.get(f["factId"]))
+            text = f"{text} {mark}"
+        lines.append(entry_line("fact", f["validFrom"][:10], text))
     for e in episodes:
         summary = annotate(_snippet(e["summary"]), outdated.get(e["episodeId"], []))
-        lines.append(f"episode ({e['startedAt'][:10]}): {e['title']}: {summary}")
+        lines.append(entry_line("episode", e["startedAt"][:10], f"{e['title']}\n{summary}"))
     for item in raw:
         for m in sorted([item, *item["neighbours"]], key=lambda m: m["sequenceNumber"]):
             content = annotate(_snippet(m["content"]), outdated.get(m["messageId"], []))
-            lines.append(f"{m['role']} ({m['createdAt'][:10]}): {content}")
+            lines.append(entry_line(m["role"], m["createdAt"][:10], content))
     return "\n".join(lines)
+
+
+def _replacements(*, project: Project, facts: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Invalidated fact id -> the text of the current fact that replaced it, for the
+    invalidated ones among ``facts`` (``includeInvalidated``); one query, none when all
+    are current."""
+    stale = [f["factId"] for f in facts if f["invalidatedAt"]]
+    if not stale:
+        return {}
+    found = current_successors(project=project, fact_ids=stale)
+    return {fact_id: row[0]["text"] for fact_id, row in found.items()}
 
 
 def _synthesize(query: str, context: str) -> str | None:
@@ -702,7 +725,10 @@ def recall(
     outdated = outdated_statements(project=project, dataset=dataset, episodes=episode_items, raw=raw)
     synthesis: str | None = None
     if "synthesis" in include and (raw or fact_items or episode_items):
-        synthesis = _synthesize(query, synthesis_context(raw, fact_items, episode_items, outdated))
+        replaced_by = _replacements(project=project, facts=fact_items)
+        synthesis = _synthesize(
+            query, synthesis_context(raw, fact_items, episode_items, outdated, replaced_by)
+        )
     if searched != set(include):  # synthesis alone: only it is returned
         raw, fact_items, episode_items, entities = [], [], [], []
     context = build_context(

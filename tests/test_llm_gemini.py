@@ -437,6 +437,21 @@ def test_it_synthesizes_an_answer_from_the_context(
     assert "<query>What car &lt;do&gt; I drive?</query>" in request.user_text
 
 
+def test_the_synthesis_prompt_says_a_marked_statement_is_no_longer_true() -> None:
+    """The Gemini path gets the rule the offline synthesis keeps (docs/decisions.md "The
+    context never states a replaced fact as true")."""
+    system = prompts.synthesis_prompt(query="Where do I live?", context="").system
+    assert (
+        "Some statements were later replaced by newer facts. Such a statement is marked "
+        "'[no longer current as of DATE; now: CURRENT FACT]' at the end of its line, or "
+        "given on a line 'Stated here: STATEMENT [no longer current ...]' when the entry "
+        "says it in other words. A marked statement is no longer true, and neither is "
+        "anything else in the same entry that says it. Never state it as true: answer "
+        "with the current fact given after 'now:'."
+    ) in system
+    assert "never copy an entry's 'label (date):' opening or a mark" in system
+
+
 def test_it_synthesizes_nothing_when_the_context_has_no_answer(
     gemini: GeminiModel, fake_gemini: FakeGeminiServer
 ) -> None:

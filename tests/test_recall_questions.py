@@ -17,13 +17,16 @@ from memoryapp.models import Fact, Project
 from memoryapp.recall import recall
 
 DATA = Path(__file__).parent / "data" / "household.json"
+MOVES = Path(__file__).parent / "data" / "moves.json"
+DENVER = "The user and others moved to Denver last week (the week before 15 June 2026)!"
+VEGAN = "The user went vegan in January too, so the fridge is all plants."
 
 
-@pytest.fixture
-def household(project: Project) -> Project:
-    """The conversation, one thread per session, each ended (episode, facts)."""
-    for session in json.loads(DATA.read_text())["sessions"]:
-        thread = working.thread_create(project=project, dataset="vikram")
+def _load(project: Project, data: Path, dataset: str) -> Project:
+    """``data``'s conversation in ``dataset``, one thread per session, each ended
+    (episode, facts), its messages dated by the session."""
+    for session in json.loads(data.read_text())["sessions"]:
+        thread = working.thread_create(project=project, dataset=dataset)
         start = datetime.fromisoformat(session["date"])
         for minute, (role, content) in enumerate(session["turns"]):
             compaction.message_append_compacting(
@@ -32,6 +35,19 @@ def household(project: Project) -> Project:
             )
         episode_build(thread_id=thread.pk, from_sequence=1, to_sequence=len(session["turns"]))
     return project
+
+
+@pytest.fixture
+def household(project: Project) -> Project:
+    """tests/data/household.json in dataset "vikram"."""
+    return _load(project, DATA, "vikram")
+
+
+@pytest.fixture
+def moves(project: Project) -> Project:
+    """tests/data/moves.json in dataset "alice": Boston, vegetarian and a nurse in March,
+    Denver, vegan and a teacher in June."""
+    return _load(project, MOVES, "alice")
 
 
 def _ask(project: Project, query: str, **kw: Any) -> dict[str, Any]:
@@ -158,3 +174,29 @@ def test_it_marks_nothing_when_nothing_was_replaced(household: Project) -> None:
     found = _ask(household, "what is Daniel's job?", include=["raw"], limit=4)
     assert found["context"].count("<message ") == 5  # 4 hits, the reply to one
     assert "no longer current" not in found["context"]
+
+
+def test_the_synthesis_never_states_a_replaced_fact_as_true(moves: Project) -> None:
+    """The offline synthesis picked "I'm Alice, I'm 34 and I live in Boston." by its
+    words, apart from the mark on the message's next line; the current fact takes its
+    place, and the context's labels ("user (2026-03-10): ") are never part of it."""
+    where = recall(project=moves, dataset="alice", query="where do I live", include=["synthesis"])
+    assert where["synthesis"] == (
+        "The user's brother Sam lives in Chicago and he is visiting next month (April 2026). "
+        f"{DENVER} My brother Sam lives in Chicago and he is visiting next month."
+    )
+    meat = recall(project=moves, dataset="alice", query="do I eat meat", include=["synthesis"])
+    assert meat["synthesis"] == f"The user doesn't eat meat. {VEGAN}"
+    diet = recall(project=moves, dataset="alice", query="am I vegetarian?", include=["synthesis"])
+    assert diet["synthesis"] == VEGAN
+
+
+def test_the_synthesis_marks_an_invalidated_fact_it_is_given(moves: Project) -> None:
+    """With includeInvalidated the fact layer holds "The user lives in Boston."; its line
+    in the synthesis input carries its mark, so it is never the answer."""
+    found = recall(
+        project=moves, dataset="alice", query="Boston", include=["facts", "synthesis"],
+        include_invalidated=True,
+    )
+    assert [f["text"] for f in found["facts"]] == [DENVER, "The user lives in Boston."]
+    assert found["synthesis"] == DENVER

@@ -19,7 +19,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from memoryapp import salient
-from memoryapp.llm import extraction_offline, offline_memory, offline_reply, summary_info
+from memoryapp.llm import (
+    extraction_offline,
+    offline_memory,
+    offline_reply,
+    offline_synthesis,
+    summary_info,
+)
 from memoryapp.llm.input_tokens import input_tokens
 from memoryapp.llm.port import (
     ChatMessage,
@@ -814,17 +820,10 @@ class OfflineModel:
         return extraction_offline.extract_episode(messages)
 
     def synthesize(self, *, query: str, context: str) -> str:
-        """The context sentences sharing the most words with ``query`` (at most three)."""
-        terms = {w.lower() for w in _WORD.findall(query) if len(w) > 2}
-        scored = []
-        for i, sentence in enumerate(_sentences(context)):
-            overlap = len(terms & {w.lower() for w in _WORD.findall(sentence)})
-            if overlap:
-                scored.append((-overlap, i, sentence))
-        best = sorted(scored)[:3]
-        if not best:
-            return ""
-        return " ".join(s for _, _, s in sorted(best, key=lambda t: t[1]))
+        """At most three sentences of ``context`` (memoryapp.llm.synthesis_input's text)
+        sharing the most topic words with ``query``, none stating a replaced statement as
+        true (memoryapp.llm.offline_synthesis); "" when none shares a word."""
+        return offline_synthesis.answer(query, context)
 
     def reply(
         self,

@@ -25,6 +25,7 @@ from html import escape
 from typing import Any
 
 from memoryapp.llm.port import OpenNote, TranscriptMessage
+from memoryapp.llm.synthesis_input import STATED_HERE
 
 #: What the synthesis prompt asks the model to answer when the context has no answer;
 #: the adapter turns it into "" (the same "no synthesis" the offline adapter gives).
@@ -240,9 +241,22 @@ def synthesis_prompt(*, query: str, context: str) -> Prompt:
             "The request contains a <context> block (memory retrieved for the question) and "
             f"a <query> block. {_DATA_RULES}",
             "",
+            "The context is a list of entries, each opening with a line 'label (date): "
+            "text': 'fact' (a stored fact), 'episode' (a past conversation's title, its "
+            "summary on the next lines) or a message's role (what was said, word for word).",
+            "",
+            "Some statements were later replaced by newer facts. Such a statement is marked "
+            "'[no longer current as of DATE; now: CURRENT FACT]' at the end of its line, or "
+            f"given on a line '{STATED_HERE}STATEMENT [no longer current ...]' when the entry "
+            "says it in other words. A marked statement is no longer true, and neither is "
+            "anything else in the same entry that says it. Never state it as true: answer "
+            "with the current fact given after 'now:'. Mention the old statement only when "
+            "the query asks about the past, and then say it is no longer current.",
+            "",
             "Answer the query using only the context, in at most three short sentences, "
             "keeping names, numbers and dates exactly as the context gives them. Do not use "
-            "outside knowledge and do not guess. If the context does not contain the answer, "
+            "outside knowledge and do not guess. Write plain sentences: never copy an entry's "
+            "'label (date):' opening or a mark. If the context does not contain the answer, "
             f"reply exactly {NO_ANSWER}.",
         ]
     )
