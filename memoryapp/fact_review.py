@@ -1,8 +1,11 @@
 """The contradictions inbox: a person confirms an invalidation or restores the older fact
 (issue 8 item 6; docs/decisions.md, "Contradictions inbox").
 
-An entry is a fact invalidated by another fact (``invalidated_by`` set) within the last
-``MEMORY_CONTRADICTION_DAYS`` days whose pair has no FactReview yet.
+An entry is a fact invalidated by another fact (``invalidated_by`` set) whose
+invalidation was found (``invalidation_found_at``: the job, delete or restore that set it)
+within the last ``MEMORY_CONTRADICTION_DAYS`` days, and whose pair has no FactReview yet.
+Found, not stopped being true (``invalidated_at``, the messages' time): a contradiction in
+history imported today is news today.
 
 - confirm: records that the newer fact stands; nothing else changes.
 - restore: the older fact is current again (``invalidated_at``/``invalidated_by``
@@ -34,7 +37,8 @@ from memoryapp.models import Fact, FactReview, Project
 
 @dataclass(frozen=True)
 class Contradiction:
-    """One inbox entry: ``older`` was invalidated by ``newer`` at ``older.invalidated_at``."""
+    """One inbox entry: ``older`` was invalidated by ``newer`` at ``older.invalidated_at``
+    (found at ``older.invalidation_found_at``)."""
 
     older: Fact
     newer: Fact
@@ -48,15 +52,17 @@ def _unreviewed(qs: QuerySet[Fact]) -> QuerySet[Fact]:
 def contradiction_list(
     *, project: Project, dataset: str, now: datetime | None = None, limit: int = 100
 ) -> list[Contradiction]:
-    """The dataset's unreviewed invalidations of the last ``MEMORY_CONTRADICTION_DAYS``
-    days, newest first, at most ``limit``; both facts come with subject and entities."""
+    """The dataset's unreviewed invalidations found in the last
+    ``MEMORY_CONTRADICTION_DAYS`` days (``invalidation_found_at``), the latest found first
+    (then by ``invalidated_at``, newest first), at most ``limit``; both facts come with
+    subject and entities."""
     since = (now or timezone.now()) - timedelta(days=settings.MEMORY_CONTRADICTION_DAYS)
     qs = _unreviewed(
-        Fact.objects.filter(project=project, dataset=dataset, invalidated_at__gte=since)
+        Fact.objects.filter(project=project, dataset=dataset, invalidation_found_at__gte=since)
     )
     rows = list(
         qs.select_related("subject", "invalidated_by", "invalidated_by__subject")
-        .order_by("-invalidated_at", "-id")[:limit]
+        .order_by("-invalidation_found_at", "-invalidated_at", "-id")[:limit]
     )
     return [Contradiction(older=f, newer=f.invalidated_by) for f in rows if f.invalidated_by]
 
@@ -105,10 +111,11 @@ def contradiction_restore(*, project: Project, fact_id: uuid.UUID, reviewer: Use
                 project=project, fact=older, replaced_by=younger,
                 action=FactReview.Action.RESTORED, reviewer=reviewer, created=moment,
             )
-        fact.invalidated_at = fact.invalidated_by = None
-        fact.save(update_fields=["invalidated_at", "invalidated_by"])
+        fact.invalidated_at = fact.invalidated_by = fact.invalidation_found_at = None
+        fact.save(update_fields=["invalidated_at", "invalidated_by", "invalidation_found_at"])
         newer.invalidated_at, newer.invalidated_by = moment, fact
-        newer.save(update_fields=["invalidated_at", "invalidated_by"])
+        newer.invalidation_found_at = moment
+        newer.save(update_fields=["invalidated_at", "invalidated_by", "invalidation_found_at"])
         semantic.summaries_refresh(project_id=project.pk, dataset=fact.dataset, texts=[newer.text])
         events.dataset_changed(project_id=project.pk, dataset=fact.dataset)
     return fact

@@ -358,6 +358,7 @@ class _Ledger:
         if newer:
             latest = max(newer, key=lambda o: o.valid_from)
             new.invalidated_at, new.invalidated_by = latest.valid_from, latest
+            new.invalidation_found_at = timezone.now()
             self.stored.invalidated.append(new)
             return
         for old in others:
@@ -383,6 +384,7 @@ class _Ledger:
 
     def _invalidate(self, old: Fact, new: Fact) -> None:
         old.invalidated_at, old.invalidated_by = new.valid_from, new
+        old.invalidation_found_at = timezone.now()
         self.current[(old.subject_id, old.attribute)].remove(old)
         self.changed[old.pk] = old
         self.stored.invalidated.append(old)
@@ -393,7 +395,8 @@ class _Ledger:
         old = [f for pk, f in self.changed.items() if pk not in fresh]
         if old:
             Fact.objects.bulk_update(
-                old, ["source_message_ids", "invalidated_at", "invalidated_by"]
+                old,
+                ["source_message_ids", "invalidated_at", "invalidated_by", "invalidation_found_at"],
             )
         through = Fact.entities.through
         Fact.entities.through.objects.bulk_create(
@@ -576,12 +579,16 @@ def invalidations_release(*, deleted: QuerySet[Fact]) -> list[Fact]:
         if newer:
             by = min(newer, key=lambda r: (r.valid_from, r.created))
             fact.invalidated_at, fact.invalidated_by = by.valid_from, by
+            fact.invalidation_found_at = timezone.now()
         else:
             fact.invalidated_at, fact.invalidated_by = None, None
+            fact.invalidation_found_at = None
             if fact.attribute and fact.single_valued:
                 rivals.setdefault(key, []).append(fact)
     if orphans:
-        Fact.objects.bulk_update(orphans, ["invalidated_at", "invalidated_by"])
+        Fact.objects.bulk_update(
+            orphans, ["invalidated_at", "invalidated_by", "invalidation_found_at"]
+        )
     return orphans
 
 

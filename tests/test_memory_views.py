@@ -3,13 +3,18 @@ memoryapp/fact_review.py; issue 8 item 6, issue 7)."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from django.apps import apps as django_apps
+from django.conf import settings
 from django.urls import reverse
+from django.utils import timezone
 
-from memoryapp import episodic, fact_review, semantic, working
+from memoryapp import compaction, episodic, fact_review, semantic, working
 from memoryapp.models import Entity, Episode, Fact, FactReview, Job, Thread
 from tests.conftest import World
 from tests.test_dashboard_views import bad_request_text, tree, url
@@ -231,6 +236,64 @@ def test_it_restores_the_older_fact_and_invalidates_the_newer_by_it(world: World
     # The Prius entity quoted the Prius fact, now invalidated, and no current fact names it.
     summaries = dict(Entity.objects.filter(project=world.project).values_list("name", "summary"))
     assert summaries == {"Honda Civic": "The user sold the Civic.", "Prius": "", "user": ""}
+
+
+def _imported_move(world: World) -> tuple[Fact, Fact]:
+    """History imported today: "I live in Boston" in March, "we moved to Denver" in
+    June (messages dated by createdAt), then end(): Boston invalidated by Denver."""
+    thread = working.thread_create(project=world.project, dataset="alice")
+    for day, content in [("2026-03-10", "I live in Boston."), ("2026-06-15", "We moved to Denver.")]:
+        compaction.message_append_compacting(
+            thread=thread, role="user", content=content,
+            created_at=datetime.fromisoformat(f"{day}T10:00:00+00:00"),
+        )
+    episodic.episode_build(thread_id=thread.pk, from_sequence=1, to_sequence=2)
+    boston = Fact.objects.get(text="The user lives in Boston.")
+    assert boston.invalidated_by is not None
+    return boston, boston.invalidated_by
+
+
+def test_the_inbox_shows_a_contradiction_of_imported_history_when_it_was_found(
+    world: World,
+) -> None:
+    """invalidatedAt is June, months before now: by it the inbox showed nothing."""
+    boston, _denver = _imported_move(world)
+    assert boston.invalidated_at == datetime.fromisoformat("2026-06-15T10:00:00+00:00")
+    found = boston.invalidation_found_at
+    assert found is not None and timezone.now() - found < timedelta(minutes=5)
+    inbox = fact_review.contradiction_list(project=world.project, dataset="alice")
+    assert [(c.older.text, c.newer.text) for c in inbox] == [
+        ("The user lives in Boston.", "The user and others moved to Denver.")
+    ]
+    page = tree(world.client(world.member).get(url("playground:dataset", world.project, dataset="alice")))
+    assert [c.attrs["data-fact-id"] for c in page.by_testid("contradiction")] == [str(boston.pk)]
+    later = found + timedelta(days=settings.MEMORY_CONTRADICTION_DAYS, seconds=1)
+    assert fact_review.contradiction_list(project=world.project, dataset="alice", now=later) == []
+
+
+def test_a_restore_and_a_delete_record_when_they_settled_the_pair(world: World) -> None:
+    boston, denver = _imported_move(world)
+    fact_review.contradiction_restore(project=world.project, fact_id=boston.pk, reviewer=None)
+    boston.refresh_from_db()
+    denver.refresh_from_db()
+    assert (boston.invalidated_by_id, boston.invalidation_found_at) == (None, None)
+    assert (denver.invalidated_by_id, denver.invalidation_found_at) == (boston.pk, denver.invalidated_at)
+    semantic.fact_delete(project=world.project, fact_id=boston.pk)
+    denver.refresh_from_db()
+    assert (denver.invalidated_by_id, denver.invalidated_at, denver.invalidation_found_at) == (
+        None, None, None,
+    )
+
+
+def test_migration_0023_dates_old_invalidations_by_the_later_facts_creation(world: World) -> None:
+    boston, denver = _imported_move(world)
+    Fact.objects.filter(pk=denver.pk).update(created=timezone.now() - timedelta(days=30))
+    Fact.objects.update(invalidation_found_at=None)
+    migration = importlib.import_module("memoryapp.migrations.0023_fact_invalidation_found_at")
+    assert migration.backfill_found_at(django_apps, None) == 1
+    boston.refresh_from_db()
+    assert boston.invalidation_found_at == boston.created
+    assert Fact.objects.get(pk=denver.pk).invalidation_found_at is None
 
 
 def test_it_lists_the_projects_jobs_with_errors_retry_and_threadless_ones(world: World) -> None:

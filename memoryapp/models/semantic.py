@@ -90,6 +90,10 @@ class Fact(models.Model):
     invalidated_by = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="invalidated"
     )
+    # When the invalidation was found (the job, delete or restore that set invalidated_by),
+    # by the server's clock; invalidated_at is when the statement stopped being true, by
+    # the messages' (docs/decisions.md "Contradictions inbox").
+    invalidation_found_at = models.DateTimeField(null=True, blank=True)
     created = models.DateTimeField(default=timezone.now)
 
     objects = FactQuerySet.as_manager()
