@@ -18,7 +18,9 @@ drawn from support each other); ``score`` is that fused relevance over the best 
 (1.0 for rank 1), one scale over the three layers; each list is sorted by rank.
 
 A question that names someone and asks an attribute ("how old is Tom?") ranks the facts
-giving that attribute of someone else ("Lily is 8.") below the rest (_named_first).
+giving that attribute of someone else ("Lily is 8.") below the rest (_named_first); a
+question about the user ("how old am I?") does the same for facts about other people
+once a fact gives the user's own answer (_own_first).
 
 What a newer fact replaced never outranks it (supersede): in the fact layer an
 invalidated fact that matched gives its place to the current fact that replaced it, and a
@@ -634,7 +636,10 @@ def _search_layers(
         message_range=message_range,
     )
     layers["raw"] = settled.raw
-    settled.facts = _named_first(settled.facts, named, terms, settled.below)
+    if named:
+        settled.facts = _named_first(settled.facts, named, terms, settled.below)
+    else:
+        settled.facts = _own_first(settled.facts, layers["raw"], terms, settled.below)
     if "facts" in searched:
         entities = fact_entities(settled.facts)
         layers["facts"] = [fact for fact, _, _ in settled.facts]
@@ -665,6 +670,60 @@ def _named_first(
     kept = [row for row in facts if all(row is not o for o in others)]
     if kept:
         below.extend((row[0], [k[0] for k in kept]) for row in others)
+    return kept + others
+
+
+def _is_user(subject: str | None) -> bool:
+    return subject is None or subject.casefold() == "user"
+
+
+def _own_first(
+    facts: list[FactRow], raw: list[dict[str, Any]], query: SearchQuery, below: _Below
+) -> list[FactRow]:
+    """_named_first for a question about the user ("where do I live?", "how old am I?":
+    ``query.roles`` is the user's, query_intent) when a current fact gives the asked
+    attribute of the user (an *own* fact): the facts about someone else go after the
+    rest and rank below it, and so does a raw hit every found fact drawn from which is
+    about someone else, below the best own fact and the hits it was drawn from. About
+    someone else: the fact's subject is not the user ("The user's daughter Emma just
+    turned 5.", subject Emma, for "how old am I?"), or it gives no asked attribute and
+    mentions a person besides the user ("The user's brother Sam lives in Chicago.",
+    attribute brother, for "where do I live?"). Without an own fact nothing moves: there
+    is no answer about the user to favour. One query (the facts' entities) when it
+    applies."""
+    if query.roles != frozenset(["user"]) or not query.attributes:
+        return facts
+    own = [
+        row for row in facts
+        if _is_user(row[0]["subject"]) and asks_attribute(query, row[0]["attribute"])
+        and row[0]["invalidatedAt"] is None
+    ]
+    if not own:
+        return facts
+    people = {
+        e["name"] for e in fact_entities(facts) if e["kind"] == "person" and not _is_user(e["name"])
+    }
+
+    def someone_else(fact: dict[str, Any]) -> bool:
+        if not _is_user(fact["subject"]):
+            return True
+        return not asks_attribute(query, fact["attribute"]) and bool(people & set(fact["entities"]))
+
+    others = [row for row in facts if all(row is not o for o in own) and someone_else(row[0])]
+    if not others:
+        return facts
+    kept = [row for row in facts if all(row is not o for o in others)]
+    below.extend((row[0], [k[0] for k in kept]) for row in others)
+    best = own[0][0]
+    answer = [best, *(item for item in raw if item["messageId"] in best["sourceMessageIds"])]
+    drawn: dict[str, list[dict[str, Any]]] = {}
+    for fact, _, _ in facts:
+        for message_id in fact["sourceMessageIds"]:
+            drawn.setdefault(message_id, []).append(fact)
+    for item in raw:
+        from_it = drawn.get(item["messageId"], [])
+        if from_it and all(someone_else(f) for f in from_it):
+            below.append((item, answer))
     return kept + others
 
 
