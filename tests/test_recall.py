@@ -4,6 +4,7 @@ migrations 0003 and 0008)."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -877,13 +878,24 @@ def _migrate(target: str) -> None:
     MigrationExecutor(connection).migrate([("memoryapp", target)])
 
 
+@pytest.fixture
+def back_to_latest() -> Iterator[None]:
+    """Migrate the test database forward to the last migration afterwards: a test that
+    stops at an older one would leave the tests after it without the newer columns."""
+    from django.db.migrations.executor import MigrationExecutor
+
+    yield
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+
 def _stored(thread: Thread, sequence: int, content: str) -> Message:
     return Message.objects.create(thread=thread, sequence_number=sequence, role="user", content=content)
 
 
 @sqlite_only
 @pytest.mark.django_db(transaction=True)
-def test_it_moves_the_index_queue_to_the_mark_and_back(project: Project) -> None:
+def test_it_moves_the_index_queue_to_the_mark_and_back(project: Project, back_to_latest: None) -> None:
     # Migration 0022 on a database with data: what 0015's queue held is indexed, rows
     # indexed before stay so; going back queues every row above the mark.
     thread = _thread(project)
