@@ -119,7 +119,8 @@ def fact_audit(
     (memoryapp.semantic.fact_delete), so it stays invalidated with no successor. A
     successor is another fact of the same project, dataset, subject and attribute; among
     the current facts of one subject and attribute at most one is single-valued (a
-    second one would have invalidated the first). Read-only, like thread_audit.
+    second one would have invalidated the first), events aside (Fact.event: something
+    that happened is no current value). Read-only, like thread_audit.
     """
     facts = list(Fact.objects.filter(project_id=project_id, dataset=dataset))
     by_id = {f.pk: f for f in facts}
@@ -129,7 +130,7 @@ def fact_audit(
         if fact.invalidated_at is None:
             if fact.invalidated_by_id is not None:
                 problems.append(f"fact {fact.pk} names a successor but is current")
-            elif fact.single_valued:
+            elif fact.single_valued and not fact.event:
                 key = (fact.subject_id, fact.attribute)
                 single[key] = single.get(key, 0) + 1
             continue

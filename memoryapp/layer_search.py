@@ -266,7 +266,9 @@ def current_successors(
     """For each invalidated fact of ``fact_ids``, the current fact that replaced it: its
     ``invalidated_by``, followed while that one was invalidated in turn, as
     fact_search_rows's triples (score 0.0) by the invalidated fact's id. A fact whose
-    chain ends nowhere current (the newer fact deleted) is left out. One query."""
+    chain ends nowhere current (the newer fact deleted) is left out. A chain that ends at
+    an event (Fact.event: "The user sold the car.") goes on to the newest current value
+    stated since, when there is one (_value_after). One query, and one per such event."""
     if not fact_ids:
         return {}
     sqlite = connection.vendor == "sqlite"
@@ -282,7 +284,7 @@ def current_successors(
             WHERE g.invalidated_at IS NOT NULL AND g.invalidated_by_id IS NOT NULL
               AND c.depth < {SUCCESSION_MAX}
         )
-        SELECT {FACT_COLUMNS}, c.start
+        SELECT {FACT_COLUMNS}, c.start, f.event, f.valid_from
         FROM chain AS c
         JOIN memoryapp_fact AS f ON f.id = c.id
         LEFT JOIN memoryapp_entity AS s ON s.id = f.subject_id
@@ -291,8 +293,34 @@ def current_successors(
     out = {}
     for row in _fetch(sql, [project.pk, *ids]):
         fact, subject_id = _fact_row(row)
+        if row[13]:  # an event: what its attribute is now, when a value came after it
+            later = _value_after(project=project, event=fact, subject_id=row[11], since=row[14])
+            fact, subject_id = later or (fact, subject_id)
         out[_id(row[12]) or ""] = (fact, 0.0, subject_id)
     return out
+
+
+def _value_after(
+    *, project: Project, event: dict[str, Any], subject_id: Any, since: Any
+) -> tuple[dict[str, Any], str | None] | None:
+    """The newest current value (no event) of the event fact's subject and attribute
+    stated no earlier than it (``since``, its valid_from as the engine gives it), as
+    _fact_row gives it, or None. An event ended the old value but is no value itself
+    (Fact.event): "now" after a sold car is the car driven since. One query."""
+    if not event["attribute"] or subject_id is None:
+        return None
+    sql = f"""
+        SELECT {FACT_COLUMNS}
+        FROM memoryapp_fact AS f
+        LEFT JOIN memoryapp_entity AS s ON s.id = f.subject_id
+        WHERE f.project_id = %s AND f.subject_id = %s AND f.attribute = %s
+          AND f.invalidated_at IS NULL AND f.single_valued = %s
+          AND (f.event IS NULL OR f.event = %s) AND f.valid_from >= %s
+        ORDER BY f.valid_from DESC, f.created DESC, f.id DESC
+        LIMIT 1
+    """
+    rows = _fetch(sql, [project.pk, subject_id, event["attribute"], True, False, since])
+    return _fact_row(rows[0]) if rows else None
 
 
 # How many replacements current_successors follows (a fact replaced, its replacement

@@ -342,7 +342,8 @@ class _Ledger:
         self.stored.merged.append(fact)
 
     def add(self, fact: Fact, entities: list[Entity]) -> None:
-        others = list(self.current.get((fact.subject_id, fact.attribute), []))
+        # An event is no value of its attribute: nothing newer replaces it.
+        others = [o for o in self.current.get((fact.subject_id, fact.attribute), []) if not o.event]
         self.new.append(fact)
         self.links[fact.pk] = {e.pk for e in entities}
         self.stored.created.append(fact)
@@ -355,7 +356,9 @@ class _Ledger:
         """The single-valued rule between ``new`` and current facts ``others`` (same
         subject and attribute, other values)."""
         newer = [o for o in others if o.valid_from > new.valid_from]
-        if newer:
+        if newer and new.event:  # it happened before them: it ends only what is older
+            others = [o for o in others if o.valid_from <= new.valid_from]
+        elif newer:
             latest = max(newer, key=lambda o: o.valid_from)
             new.invalidated_at, new.invalidated_by = latest.valid_from, latest
             new.invalidation_found_at = timezone.now()
@@ -375,7 +378,7 @@ class _Ledger:
             for attribute in dict.fromkeys(" ".join(a.lower().split()) for a in attributes)
             if attribute and attribute != new.attribute
             for old in self.current.get((new.subject_id, attribute), [])
-            if old.single_valued and old.valid_from <= new.valid_from
+            if old.single_valued and not old.event and old.valid_from <= new.valid_from
         ]
         if when and not any(values_match(value_key(when), old.value_key) for old in ended):
             return
@@ -451,6 +454,7 @@ def _store_one(
         value=extracted.value.strip()[:500] if attribute else "",
         value_key=key,
         single_valued=bool(attribute) and extracted.single_valued,
+        event=bool(attribute) and extracted.event,
         source_message_ids=[str(m.id) for m in sources],
         valid_from=valid_from,
         created=timezone.now(),
@@ -570,6 +574,7 @@ def invalidations_release(*, deleted: QuerySet[Fact]) -> list[Fact]:
                 subject_id__in={f.subject_id for f in keyed},
                 attribute__in={f.attribute for f in keyed},
             )
+            .exclude(event=True)  # something that happened is no current value
             .exclude(pk__in=gone)
         ):
             rivals.setdefault((fact.subject_id, fact.attribute), []).append(fact)

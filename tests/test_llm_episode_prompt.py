@@ -189,3 +189,18 @@ def test_it_parses_retires_defensively() -> None:
     )
     (fact,) = parse_episode(text, model="m", usage=Usage()).facts
     assert (fact.retires, fact.retires_when) == (("works at",), "")
+
+
+@pytest.mark.parametrize(("given", "event"), [(True, True), (False, False), ("yes", False), (None, False)])
+def test_it_reads_an_event_only_when_the_model_says_true(given: object, event: bool) -> None:
+    """"event": something that happened (a quit, a sale) stays true after a later value
+    (memoryapp.semantic); anything but JSON true is a state."""
+    item: dict[str, object] = {"text": "The user quit the hospital job.", "subject": "user",
+                               "attribute": "job", "value": "quit"}
+    if given is not None:
+        item["event"] = given
+    text = json.dumps({"title": "t", "summary": "s", "facts": [item], "entities": []})
+    (fact,) = parse_episode(text, model="m", usage=Usage()).facts
+    assert fact.event is event
+    system = episode_prompt(messages=[]).system
+    assert '"event": true when the fact tells that something happened and stays true once said' in system

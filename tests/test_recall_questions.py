@@ -236,3 +236,25 @@ def test_a_question_about_the_users_age_ranks_another_persons_age_below(moves: P
     assert _texts(found["facts"]) == [
         "The user is 34.", "The user's daughter Emma just turned 5 and she adores him."
     ]
+
+
+def test_the_context_never_marks_a_quitting_as_no_longer_current(moves: Project) -> None:
+    """"I quit the hospital job." was job = quit, invalidated by "I'm a teacher now" and
+    marked "[no longer current ...]" in the context: the quitting stays true."""
+    found = _ask_alice(moves, "did I quit my job?", include=["facts", "raw", "synthesis"], limit=5)
+    assert _texts(found["facts"]) == [
+        "The user quit the hospital job.", "The user is a teacher now, at a primary school."
+    ]
+    quit_lines = [line for line in found["context"].splitlines() if "quit" in line]
+    assert [line.split(">", 1)[1] for line in quit_lines] == [
+        "The user quit the hospital job. I quit the hospital job.</synthesis>",
+        "The user quit the hospital job.</fact>",
+        "I quit the hospital job. The night shifts were too much.</message>",
+    ]
+    assert found["synthesis"] == "The user quit the hospital job. I quit the hospital job."
+    # The nurse job it ended is marked, with the job held since as what is current now.
+    assert (
+        "Stated here: The user works as a nurse at the hospital, so the week is busy. "
+        "[no longer current as of 2026-05-02; now: The user is a teacher now, at a primary "
+        "school.]</message>"
+    ) in found["context"]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from memoryapp import datasets, episodic, llm, semantic, serializers, working
+from memoryapp import audit, datasets, episodic, llm, semantic, serializers, working
 from memoryapp.errors import FactNotFound, InvalidInput
 from memoryapp.llm.port import EpisodeExtraction, ExtractedEntity, ExtractedFact
 from memoryapp.models import Entity, Fact, Message, Project, Thread
@@ -401,3 +401,47 @@ def test_a_model_written_entity_summary_is_replaced_by_the_models_next_one(
     answer("The user sold the Honda Civic.", "Honda Civic", "The user's former car, sold in August 2026.")
     _episode(_thread(project), "I sold the Civic")
     assert _summaries(project)["Honda Civic"] == "The user's former car, sold in August 2026."
+
+
+def _state(project: Project) -> list[tuple[str, bool | None, str | None]]:
+    """Every fact: (text, event, the text of the fact that invalidated it)."""
+    return [
+        (f.text, f.event, f.invalidated_by.text if f.invalidated_by else None)
+        for f in Fact.objects.filter(project=project).order_by("valid_from", "text")
+    ]
+
+
+def test_a_change_of_state_that_happened_is_not_invalidated_by_a_later_value(
+    project: Project, clock: Clock
+) -> None:
+    """"I quit the hospital job." was job = quit, invalidated by the next job and so
+    shown "[no longer current ...]": the quitting stays true. It ends the nurse title
+    (an event ends older values) and the teacher title does not end it."""
+    clock.set("2026-03-10T10:00:00.000Z")
+    _episode(_thread(project), "I work as a nurse at the hospital.")
+    clock.set("2026-05-02T10:00:00.000Z")
+    _episode(_thread(project), "I quit the hospital job.")
+    clock.set("2026-06-15T10:00:00.000Z")
+    _episode(_thread(project), "I'm a teacher now.")
+    assert _state(project) == [
+        ("The user works as a nurse at the hospital.", False, "The user quit the hospital job."),
+        ("The user quit the hospital job.", True, None),
+        ("The user is a teacher now.", False, None),
+    ]
+    assert audit.fact_audit(project_id=project.pk, dataset="user_42") == []
+
+
+def test_an_event_stored_after_a_later_value_ends_nothing_and_stays_current(
+    project: Project, clock: Clock
+) -> None:
+    clock.set("2026-03-10T10:00:00.000Z")
+    early = _thread(project)
+    said = working.message_append(thread=early, role="user", content="I sold the car.").message
+    clock.set("2026-06-15T10:00:00.000Z")
+    _episode(_thread(project), "I drive a Tesla now.")
+    episodic.episode_build(thread_id=early.pk, from_sequence=said.sequence_number, to_sequence=said.sequence_number)
+    assert _state(project) == [
+        ("The user sold the car.", True, None),
+        ("The user drives a Tesla now.", False, None),
+    ]
+    assert audit.fact_audit(project_id=project.pk, dataset="user_42") == []

@@ -34,6 +34,7 @@ EPISODE_SCHEMA = prompts.object_schema(
                     "singleValued": {"type": "boolean"},
                     "retires": prompts.array_schema(prompts.STRING),
                     "retiresWhen": prompts.STRING,
+                    "event": {"type": "boolean"},
                     "entities": prompts.array_schema(prompts.STRING),
                     "sourceSequences": prompts.array_schema(prompts.INTEGER),
                 },
@@ -74,6 +75,10 @@ def episode_prompt(*, messages: list[TranscriptMessage]) -> prompts.Prompt:
             'vegetarian: attribute "diet", retires ["stance on meat"]), else empty; '
             '"retiresWhen": a value that one of those attributes must have for them to end '
             '("I left Acme": retires ["works at", "job"], retiresWhen "Acme"), else empty; '
+            '"event": true when the fact tells that something happened and stays true once '
+            'said ("The user quit the hospital job.", "The user sold the car."): it ends the '
+            "old value, but a later value (a new job, a new car) does not make it untrue; "
+            "false for a state that a later value replaces (\"The user is a nurse.\"); "
             '"entities": names the fact mentions; "sourceSequences": the seq of the messages '
             "that state it. Leave out questions, small talk, guesses and what only an "
             "assistant suggested.",
@@ -116,6 +121,7 @@ def _fact(item: Any) -> ExtractedFact | None:
         source_sequences=_ints(item.get("sourceSequences")),
         retires=_strings(item.get("retires")),
         retires_when=answers.clean(item.get("retiresWhen"), 500),
+        event=item.get("event") is True,
     )
 
 

@@ -1504,6 +1504,9 @@ _NOT_DESCRIPTION = frozenset(
 # The values a pattern gives for a change of state ("sold", "quit", "moved away"): words
 # about the speaker, not a thing a pronoun can stand for.
 _STATE_VALUES = frozenset(p.fixed.casefold() for p in _PATTERNS if p.fixed)
+# The changes of state among them that tell something happened, true once said
+# (ExtractedFact.event): "The user quit the hospital job." stays true after a new job.
+_EVENT_VALUES = frozenset(["sold", "moved away", "quit", "lost job"])
 # What may stand before a noun in the sentence that names it: a determiner or a gerund
 # ("my bike", "a piano", "eating meat"); "a"/"an" become "the" once the noun is known.
 _BEFORE_NOUN = re.compile(
@@ -2320,6 +2323,7 @@ def extract_episode(messages: list[TranscriptMessage]) -> EpisodeExtraction:
             source_sequences=(f.sequence,),
             retires=f.retires,
             retires_when=f.retires_when,
+            event=f.value.casefold() in _EVENT_VALUES,
         )
         for f in found
     ]

@@ -97,6 +97,11 @@ class ExtractedFact:
     they end only if one of them currently has that value ("I left Acme" ends the job
     only where the employer is Acme). memoryapp.semantic applies it like its
     single-valued rule (the older facts are invalidated by this one).
+
+    ``event``: the fact tells that something happened ("The user quit the hospital
+    job.", "The user sold the car."), which stays true once said: it ends older values
+    as any fact does, but a later value ("The user is a teacher now.") does not
+    invalidate it, and it is nobody's current value of its attribute.
     """
 
     text: str
@@ -108,6 +113,7 @@ class ExtractedFact:
     source_sequences: tuple[int, ...] = ()
     retires: tuple[str, ...] = ()
     retires_when: str = ""
+    event: bool = False
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,12 @@ class Fact(models.Model):
     value = models.CharField(max_length=500, blank=True, default="")
     value_key = models.CharField(max_length=500, blank=True, default="")
     single_valued = models.BooleanField(default=False)
+    # Something that happened (ExtractedFact.event): ends older values, never itself
+    # invalidated by a later one (docs/decisions.md "A change of state is an event").
+    # None: stored before events were told apart (migration 0024), read as a state.
+    # Nullable so SQLite adds it in place (NOT NULL rebuilds the table and its
+    # full-text views), as migration 0018 did.
+    event = models.BooleanField(null=True)
     entities: models.ManyToManyField[Any, Any] = models.ManyToManyField(
         Entity, related_name="facts", blank=True
     )
