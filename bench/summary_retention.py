@@ -25,6 +25,11 @@ database), then reads every row back and measures, per conversation:
   ``self final`` the share of the conversation's self-statements in the final summary.
   Defined by the bench alone, not by the summariser's rules.
 
+Then the hand-written conversations of bench/summary_cases.py (four planning threads,
+``autoCompactThreshold`` 6): how many of their rules (allergies, "no ... please", hard
+budgets and deadlines) the final summary keeps, how many statements a later message
+corrected it still states as current, and how many values of tool results it keeps.
+
 Two yardsticks, side by side in one run, because the offline summariser chooses its
 lines by memoryapp.salient's terms (and once built an "Also mentioned" index line with
 it): graded by salient alone it is graded by its own rules.
@@ -52,8 +57,9 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from _common import Api, conversation_files, locomo_arguments, throwaway_database
+from _common import BASE, Api, conversation_files, locomo_arguments, throwaway_database
 from locomo_ingest import all_rows, ingest, load
+from summary_cases import CASES, THRESHOLD, Case
 
 from memoryapp import salient
 from memoryapp.tokens import count_tokens
@@ -249,6 +255,71 @@ def measure(api: Api, conversation_id: str, thread_id: str, turns: list[tuple[st
     )
 
 
+#: How the offline summariser marks a statement a later one corrected
+#: (memoryapp.llm.summary_changes): such a line is not stated as current.
+CHANGED_MARK = "[changed later]"
+
+
+@dataclass
+class CaseFigures:
+    """What the final summaries of bench/summary_cases.py keep, summed over the cases."""
+
+    rules: int = 0
+    rules_kept: int = 0
+    changed: int = 0
+    changed_current: int = 0
+    corrections: int = 0
+    corrections_kept: int = 0
+    facts: int = 0
+    facts_kept: int = 0
+
+
+def case_summary(api: Api, case: Case) -> str:
+    """Fold ``case`` through /v1 at THRESHOLD; the final active summary's text."""
+    thread = api.ok(
+        "POST", f"{BASE}/threads", {"dataset": f"case-{case.name}", "autoCompactThreshold": THRESHOLD},
+        expect=201,
+    )
+    for role, text in case.turns:
+        api.ok("POST", f"{BASE}/threads/{thread['threadId']}/messages", {"role": role, "content": text}, expect=201)
+    active = [r for r in all_rows(api, thread["threadId"]) if "summary" in r and r["compactedAt"] is None]
+    return str(active[0]["content"]) if active else ""
+
+
+def add_case(figures: CaseFigures, case: Case, summary: str) -> None:
+    """Count what ``summary`` keeps of ``case`` into ``figures`` (summary_cases docstring)."""
+    lines = [_normal(line) for line in summary.splitlines()]
+    text = _normal(summary)
+    figures.rules += len(case.rules)
+    figures.rules_kept += sum(_normal(rule) in text for rule in case.rules)
+    figures.changed += len(case.changed)
+    figures.changed_current += sum(
+        any(_normal(old) in line and CHANGED_MARK not in line for line in lines) for old in case.changed
+    )
+    figures.corrections += len(case.corrections)
+    figures.corrections_kept += sum(_normal(new) in text for new in case.corrections)
+    figures.facts += len(case.tool_facts)
+    figures.facts_kept += sum(fact in summary for fact in case.tool_facts)
+
+
+def run_cases(api: Api) -> CaseFigures:
+    """Fold every case of bench/summary_cases.py and count what its summary keeps."""
+    figures = CaseFigures()
+    for case in CASES:
+        add_case(figures, case, case_summary(api, case))
+    return figures
+
+
+def print_cases(f: CaseFigures) -> None:
+    """Print what the final summaries of the hand-written cases keep."""
+    print(
+        f"cases (bench/summary_cases.py, {len(CASES)} conversations, threshold {THRESHOLD}): "
+        f"rules kept {f.rules_kept}/{f.rules}; superseded statements still current "
+        f"{f.changed_current}/{f.changed}; corrections kept {f.corrections_kept}/{f.corrections}; "
+        f"tool-result facts kept {f.facts_kept}/{f.facts}"
+    )
+
+
 def main() -> int:
     args = locomo_arguments(__doc__)
     files = conversation_files(args.data)
@@ -280,6 +351,7 @@ def main() -> int:
                 f"{share(r.self_run_kept, r.self_run_total):>9.3f}"
                 f"{share(r.self_final, r.self_total):>11.3f}"
             )
+        cases = run_cases(api)
 
     terms_total = sum(r.names + r.numbers for r in results)
     kept_total = sum(r.names_kept + r.numbers_kept for r in results)
@@ -307,6 +379,7 @@ def main() -> int:
         f"({run_kept}/{run_total}) of the user's self-statements it folded; the final summary "
         f"{share(final_kept, final_total):.3f} ({final_kept}/{final_total}) of the conversations'"
     )
+    print_cases(cases)
     return 0
 
 

@@ -24,6 +24,7 @@ from memoryapp.llm import (
     offline_memory,
     offline_reply,
     offline_synthesis,
+    summary_constraints,
     summary_info,
 )
 from memoryapp.llm.input_tokens import input_tokens
@@ -156,6 +157,8 @@ class _Candidate:
     text: str
     score: float
     carried: bool
+    #: What the line is kept first for, and about what (summary_constraints.rule).
+    rule: summary_constraints.Rule = summary_constraints.NO_RULE
 
 
 def _sentences(text: str) -> list[str]:
@@ -563,8 +566,30 @@ def _summary_candidates(
         key = _key(line)
         if key not in seen:
             seen.add(key)
-            candidates.append(_Candidate(len(candidates), line, score, is_carried))
+            candidates.append(_Candidate(len(candidates), line, score, is_carried, _rule(line)))
     return candidates
+
+
+def _rule(line: str) -> summary_constraints.Rule:
+    """What a ``- ...`` line is kept first for (summary_constraints.rule): a short answer
+    is read with the question it answers ("What's your budget? → $6000 total.")."""
+    parts = _line_parts(line)
+    if len(parts) == 2:
+        (_, question), (role, answer) = parts
+        return summary_constraints.rule(role, answer, question=question)
+    return max(summary_constraints.rule(role, sentence) for role, sentence in parts)
+
+
+def _keep_first(candidates: list[_Candidate], take: Callable[..., bool]) -> None:
+    """Offer ``take`` the constraint lines before anything else, safety first, then the
+    older first (carried lines before this run's), past the carried lines' cap: a rule
+    stated once survives every fold while the budget holds it. A line whose rule is about
+    nothing a rule taken before is not (summary_constraints.Rule.about) only restates it
+    ("since I'm allergic" after "I'm allergic to cats"): it is left to compete."""
+    covered: set[str] = set()
+    for cand in sorted((c for c in candidates if c.rule.rank), key=lambda c: (-c.rule.rank, c.order)):
+        if cand.rule.about - covered and take(cand, capped=False):
+            covered |= cand.rule.about
 
 
 def _fallback_lines(
@@ -607,25 +632,23 @@ def extractive_summary(
     MAX_ANSWER_WORDS words, not a question): the answer is the fact, so it is never kept
     without its question, and it scores ANSWER_SCORE more.
 
-    Lines are chosen in two passes. First by greedy coverage: the line stating the most
-    salient terms (memoryapp.salient names, numbers, dates) that no chosen line states
+    Constraint lines (memoryapp.llm.summary_constraints: an allergy, "no seafood please",
+    a hard budget or deadline) are taken first, safety first, carried ones past the
+    carried cap, so a rule survives every fold. Then greedy coverage: the line stating the
+    most salient terms (memoryapp.salient names, numbers, dates) no chosen line states
     yet, per token, is taken while it fits (newer first on ties), carried and new lines
-    alike, so the terms of earlier runs survive later folds while they earn their room.
-    Then the same coverage by content words (memoryapp.llm.summary_info: the user's
-    statements about themselves weigh most, another speaker's echo nothing). Then the
-    room left goes by score: sentences score for each distinct number, name and content
-    word (NUMBER_SCORE, NAME_SCORE, CONTENT_SCORE), a date, a decision or preference (a
-    short yes/no reply included), the user's self-statement, and a question; a fragment
-    such as "Alice." or "Tuesday" answering a question scores like the fact it carries;
-    a name, number or content word already taken no longer counts. Chatter (greetings,
-    acknowledgements, tool calls and results: score below MIN_SCORE) and repeated lines
-    are dropped, and
-    FRESH_SHARE of the budget stays open to this run's lines. No bare list of terms is
-    written: a term is kept in a sentence that says what it was, or not at all. When
-    none of this run's lines would be kept (all chatter, or none fits), its most recent
-    lines that fit are kept instead, so a summary never loses every trace of what it
-    folded. A budget too small for the header drops the header; one too small for any
-    whole line keeps the best line cut to fit.
+    alike. Then the same coverage by content words (memoryapp.llm.summary_info: the
+    user's statements about themselves weigh most, another speaker's echo nothing). Then
+    the room left goes by score: each distinct number, name and content word
+    (NUMBER_SCORE, NAME_SCORE, CONTENT_SCORE), a date, a decision or preference (a short
+    yes/no reply included), the user's self-statement, a question; a short answer scores
+    like the fact it carries; what a taken line states no longer counts. Chatter
+    (greetings, acknowledgements, tool calls, errors: score below MIN_SCORE) and repeated
+    lines are dropped, and FRESH_SHARE of the budget stays open to this run's lines. No
+    bare list of terms is written. When none of this run's lines would be kept, its most
+    recent lines that fit are kept instead, so a summary never loses every trace of what
+    it folded. A budget too small for the header drops it; one too small for any whole
+    line keeps the best line cut to fit.
     Implements the rolling summary of spec 000 "Compaction" for DESIGN.md section 7.
     """
     replaced = count_tokens(previous_summary or "") + sum(count_tokens(m.content) for m in messages)
@@ -654,10 +677,10 @@ def extractive_summary(
     chosen: list[_Candidate] = []
     used = carried_used = 0
 
-    def take(cand: _Candidate) -> bool:
+    def take(cand: _Candidate, capped: bool = True) -> bool:
         nonlocal used, carried_used
         cost = costs[cand.order]
-        if used + cost > budget or (cand.carried and carried_used + cost > carried_cap):
+        if used + cost > budget or (capped and cand.carried and carried_used + cost > carried_cap):
             return False
         chosen.append(cand)
         used += cost
@@ -665,7 +688,8 @@ def extractive_summary(
             carried_used += cost
         return True
 
-    _cover(kept, terms, costs, take, words=False)
+    _keep_first(kept, take)
+    _cover([c for c in kept if c not in chosen], terms, costs, take, words=False)
     _cover([c for c in kept if c not in chosen], terms, costs, take, words=True)
     _choose([c for c in kept if c not in chosen], take)
     used += _fallback_lines(chosen, fresh_pool, candidates, costs, budget - used, bool(header))
