@@ -24,6 +24,7 @@ from memoryapp.llm import (
     offline_memory,
     offline_reply,
     offline_synthesis,
+    summary_changes,
     summary_constraints,
     summary_info,
 )
@@ -159,6 +160,8 @@ class _Candidate:
     carried: bool
     #: What the line is kept first for, and about what (summary_constraints.rule).
     rule: summary_constraints.Rule = summary_constraints.NO_RULE
+    #: A later line corrects it (summary_changes): marked, and taken last if at all.
+    changed: bool = False
 
 
 def _sentences(text: str) -> list[str]:
@@ -567,7 +570,42 @@ def _summary_candidates(
         if key not in seen:
             seen.add(key)
             candidates.append(_Candidate(len(candidates), line, score, is_carried, _rule(line)))
+    _mark_changes(candidates)
     return candidates
+
+
+def _mark_changes(candidates: list[_Candidate]) -> None:
+    """Mark each line a later one corrects (summary_changes.corrects: "Actually we land on
+    the 5th" after "We land on April 3rd"), carried lines and this run's alike: it gets
+    summary_changes.CHANGED_MARK and the lowest score kept, so it is never stated as
+    current and goes first when room is short; the correcting line is kept first, as a
+    requirement, so the reader sees what replaced it."""
+    for cand in candidates:  # marked by an earlier run
+        if summary_changes.is_changed(cand.text):
+            cand.changed, cand.score = True, min(cand.score, MIN_SCORE)
+        elif summary_changes.is_update(cand.text):
+            _updates(cand, cand.text)
+    parts = [
+        [(r, s) for r, s in _line_parts(summary_changes.unmarked(c.text)) if r != "tool"]
+        for c in candidates
+    ]
+    for later in candidates:
+        news = [s for _, s in parts[later.order] if summary_changes.is_change(s)]
+        for earlier in candidates[: later.order] if news else []:
+            old = " ".join(s for _, s in parts[earlier.order])
+            if any(summary_changes.corrects(new, old) for new in news):
+                earlier.changed, earlier.score = True, min(earlier.score, MIN_SCORE)
+                earlier.text = summary_changes.unmarked(earlier.text) + summary_changes.CHANGED_MARK
+                _updates(later, " ".join(news))
+
+
+def _updates(cand: _Candidate, correction: str) -> None:
+    """Make ``cand`` a correction: UPDATE_MARK on its text, and kept first as a
+    requirement about what ``correction`` says, unless it is kept for more already."""
+    cand.text = summary_changes.unmarked(cand.text) + summary_changes.UPDATE_MARK
+    if cand.rule.rank < summary_constraints.REQUIREMENT:
+        about = summary_changes.read(correction).topic | {"(update)"}
+        cand.rule = summary_constraints.Rule(summary_constraints.REQUIREMENT, about)
 
 
 def _rule(line: str) -> summary_constraints.Rule:
@@ -587,7 +625,13 @@ def _keep_first(candidates: list[_Candidate], take: Callable[..., bool]) -> None
     nothing a rule taken before is not (summary_constraints.Rule.about) only restates it
     ("since I'm allergic" after "I'm allergic to cats"): it is left to compete."""
     covered: set[str] = set()
-    for cand in sorted((c for c in candidates if c.rule.rank), key=lambda c: (-c.rule.rank, c.order)):
+    # A corrected line keeps its place only for safety: a rule misread as corrected is
+    # kept, marked, rather than lost.
+    ruled = [
+        c for c in candidates
+        if c.rule.rank and (not c.changed or c.rule.rank == summary_constraints.SAFETY)
+    ]
+    for cand in sorted(ruled, key=lambda c: (-c.rule.rank, c.order)):
         if cand.rule.about - covered and take(cand, capped=False):
             covered |= cand.rule.about
 
@@ -619,6 +663,24 @@ def _fallback_lines(
     return added
 
 
+def _select(
+    kept: list[_Candidate],
+    terms: _Terms,
+    costs: dict[int, int],
+    take: Callable[..., bool],
+    chosen: list[_Candidate],
+) -> None:
+    """Offer ``take`` the ``kept`` lines in the order of extractive_summary's passes (the
+    lines it takes are appended to ``chosen``): constraints, then coverage of salient
+    terms and of content words by the lines no later line corrects, then the rest by
+    score (a corrected line last)."""
+    _keep_first(kept, take)
+    current = [c for c in kept if not c.changed]
+    _cover([c for c in current if c not in chosen], terms, costs, take, words=False)
+    _cover([c for c in current if c not in chosen], terms, costs, take, words=True)
+    _choose([c for c in kept if c not in chosen], take)
+
+
 def extractive_summary(
     *, previous_summary: str | None, messages: list[TranscriptMessage], max_tokens: int
 ) -> str:
@@ -634,10 +696,12 @@ def extractive_summary(
 
     Constraint lines (memoryapp.llm.summary_constraints: an allergy, "no seafood please",
     a hard budget or deadline) are taken first, safety first, carried ones past the
-    carried cap, so a rule survives every fold. Then greedy coverage: the line stating the
-    most salient terms (memoryapp.salient names, numbers, dates) no chosen line states
-    yet, per token, is taken while it fits (newer first on ties), carried and new lines
-    alike. Then the same coverage by content words (memoryapp.llm.summary_info: the
+    carried cap, so a rule survives every fold. A line a later one corrects
+    (memoryapp.llm.summary_changes) gets its CHANGED_MARK, is left out of the coverage
+    and is taken last; the correction gets UPDATE_MARK and is kept first. Then greedy
+    coverage: the line stating the most salient terms (memoryapp.salient names, numbers,
+    dates) no chosen line states yet, per token, is taken while it fits (newer first on
+    ties), carried and new lines alike. Then the same coverage by content words (memoryapp.llm.summary_info: the
     user's statements about themselves weigh most, another speaker's echo nothing). Then
     the room left goes by score: each distinct number, name and content word
     (NUMBER_SCORE, NAME_SCORE, CONTENT_SCORE), a date, a decision or preference (a short
@@ -688,10 +752,7 @@ def extractive_summary(
             carried_used += cost
         return True
 
-    _keep_first(kept, take)
-    _cover([c for c in kept if c not in chosen], terms, costs, take, words=False)
-    _cover([c for c in kept if c not in chosen], terms, costs, take, words=True)
-    _choose([c for c in kept if c not in chosen], take)
+    _select(kept, terms, costs, take, chosen)
     used += _fallback_lines(chosen, fresh_pool, candidates, costs, budget - used, bool(header))
     chosen.sort(key=lambda c: c.order)
     return "\n".join([*header, *(c.text for c in chosen)])
