@@ -114,7 +114,10 @@ def _summarize(
     # A recorded call goes in as a ``tool`` line too: its text says what was called,
     # and the summarizer must not take the agent's own tool traffic for conversation.
     transcript = [
-        TranscriptMessage(m.sequence_number, "tool" if is_tool_call(m) else m.role, m.content)
+        TranscriptMessage(
+            m.sequence_number, "tool" if is_tool_call(m) else m.role, m.content,
+            plumbing=is_tool_call(m) or is_tool_result(m),
+        )
         for m in fold
     ]
     budget = _summary_budget(agent)

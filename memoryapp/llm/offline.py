@@ -16,7 +16,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memoryapp import salient
 from memoryapp.llm import (
@@ -27,6 +27,7 @@ from memoryapp.llm import (
     summary_changes,
     summary_constraints,
     summary_info,
+    tool_results,
 )
 from memoryapp.llm.input_tokens import input_tokens
 from memoryapp.llm.port import (
@@ -169,6 +170,11 @@ def _sentences(text: str) -> list[str]:
     return [p if len(p) <= MAX_SENTENCE_CHARS else p[: MAX_SENTENCE_CHARS - 1] + "…" for p in parts]
 
 
+def _is_tool_plumbing(role: str | None, text: str) -> bool:
+    """A tool line that is no result: a recorded call or an error (tool_results)."""
+    return role == "tool" and tool_results.is_plumbing(text)
+
+
 def _is_chatter(sentence: str) -> bool:
     """Greetings, thanks and acknowledgements, with or without a name to address."""
     return bool(
@@ -190,7 +196,7 @@ def _score(sentence: str, *, answer_to: str | None = None, role: str | None = No
     words = len(sentence.split())
     yes_no = words <= MAX_ANSWER_WORDS and _YES_NO.match(sentence) is not None
     yes_no_question = answer_to is not None and not _OPEN_QUESTION.match(answer_to)
-    if role == "tool" or (_is_chatter(sentence) and not (yes_no and yes_no_question)):
+    if _is_tool_plumbing(role, sentence) or (_is_chatter(sentence) and not (yes_no and yes_no_question)):
         return -3.0
     numbers = len(set(_NUMBER.findall(sentence)))
     date = _DATE.search(sentence) is not None
@@ -293,6 +299,9 @@ def _folded_messages(
     for message in messages:
         if _is_own_reply(message):
             continue
+        if message.role == "tool" and not message.plumbing:
+            out.append(message)  # a result is kept whole: tool_results.brief reads it
+            continue
         sentences = _sentences(message.content)
         kept = [
             s
@@ -301,7 +310,7 @@ def _folded_messages(
         ]
         earlier.update(_key(s) for s in sentences)
         if kept:
-            out.append(TranscriptMessage(message.sequence_number, message.role, " ".join(kept)))
+            out.append(replace(message, content=" ".join(kept)))
     return out
 
 
@@ -312,6 +321,10 @@ def _fresh_lines(messages: list[TranscriptMessage]) -> list[tuple[str, float]]:
     index = 0
     while index < len(messages):
         message = messages[index]
+        if message.role == "tool":
+            lines.extend(_tool_lines(message))
+            index += 1
+            continue
         sentences = _sentences(message.content)
         reply = messages[index + 1] if index + 1 < len(messages) else None
         answer = _answer(message, sentences, reply) if reply is not None else None
@@ -335,6 +348,18 @@ def _fresh_lines(messages: list[TranscriptMessage]) -> list[tuple[str, float]]:
         lines.extend((f"- {message.role}: {s}", _score(s, role=message.role)) for s in sentences)
         index += 1
     return lines
+
+
+def _tool_lines(message: TranscriptMessage) -> list[tuple[str, float]]:
+    """A tool message's lines with their scores: a result as one ``- tool: <brief>`` line
+    (tool_results.brief: its key content, briefly) scored as any other speaker's
+    statement; none for an agent's memory-tool traffic (``plumbing``), a call or an error:
+    a line of theirs, once kept for want of anything else, would read as a result when
+    carried into the next fold."""
+    if message.plumbing or tool_results.is_plumbing(message.content):
+        return []
+    brief = tool_results.brief(message.content)
+    return [(f"- tool: {brief}", _score(brief, role="tool"))] if brief else []
 
 
 def _carried_lines(previous_summary: str | None) -> list[str]:
@@ -373,7 +398,7 @@ def _part_terms(
     question (the user's short answer is the fact, "How many of you? → Four."), all of them
     ASK_WEIGHT times for another speaker's question; nothing for tool traffic and small
     talk."""
-    if role == "tool" or _is_chatter(sentence):
+    if _is_tool_plumbing(role, sentence) or _is_chatter(sentence):
         return {}
     found = salient.terms(sentence, known=known).all()
     named = {w.casefold() for term in found for w in term.split()}

@@ -41,13 +41,16 @@ class ModelRateLimited(ModelError):
 
 @dataclass(frozen=True)
 class TranscriptMessage:
-    """One message handed to the model: its sequence number, role and text, and (for the
-    episode job, which resolves "yesterday" and the like) when it was written."""
+    """One message handed to the model: its sequence number, role and text, (for the
+    episode job, which resolves "yesterday" and the like) when it was written, and
+    whether it is an agent's own memory-tool traffic (``plumbing``: a call or its result,
+    whose effect is in the agent's notes, so a summary need not keep it)."""
 
     sequence_number: int
     role: str
     content: str
     created_at: datetime | None = None
+    plumbing: bool = False
 
 
 @dataclass(frozen=True)
