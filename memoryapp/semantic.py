@@ -23,7 +23,8 @@ Lineage rules (facts_store):
   (ExtractedFact.retires: quitting a job ends the title and the employer): their
   current facts stated no later than it are invalidated by it in the same way; with
   ``retires_when`` only if one of them has that value (its words name it: "Acme" and
-  "Acme Corp").
+  "Acme Corp"); a multi-valued one of them ends only if its own value names it ("Rex
+  died" ends "dog: Rex", not the other dogs).
 - Deleting a fact removes it and its search-index row at once (fact_delete); a fact it
   had invalidated is current again unless a newer current fact invalidates it
   (invalidations_release, the same for a thread's or a dataset's facts).
@@ -381,9 +382,24 @@ class _Ledger:
             if old.single_valued and not old.event and old.valid_from <= new.valid_from
         ]
         if when and not any(values_match(value_key(when), old.value_key) for old in ended):
-            return
-        for old in ended:
+            ended = []
+        for old in ended + self._naming(new, attributes, when):
             self._invalidate(old, new)
+
+    def _naming(self, new: Fact, attributes: Iterable[str], when: str) -> list[Fact]:
+        """The current multi-valued facts of ``new``'s subject with one of ``attributes``
+        whose value names ``when`` (a loss ends "dog: Rex" and no other dog)."""
+        if not when:
+            return []
+        return [
+            old
+            for attribute in dict.fromkeys(" ".join(a.lower().split()) for a in attributes)
+            if attribute and attribute != new.attribute
+            for old in self.current.get((new.subject_id, attribute), [])
+            if not old.single_valued
+            and old.valid_from <= new.valid_from
+            and values_match(value_key(when), old.value_key)
+        ]
 
     def _invalidate(self, old: Fact, new: Fact) -> None:
         old.invalidated_at, old.invalidated_by = new.valid_from, new
