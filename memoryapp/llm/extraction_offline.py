@@ -82,6 +82,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from memoryapp.llm.extraction_changes import (
+    change_ending,
+    change_in,
+    reports_loss,
+    says_nothing,
+    timeless,
+)
 from memoryapp.llm.port import (
     EpisodeExtraction,
     ExtractedEntity,
@@ -1062,6 +1069,8 @@ def _is_statement(clause: str) -> bool:
     core = _core(clause)
     if clause.endswith("?") or _QUESTION_START.match(core) or _HYPOTHETICAL.match(core):
         return False
+    if says_nothing(core) or reports_loss(core):
+        return not says_nothing(core)
     if _META.match(core) or not _FIRST_PERSON.search(clause):
         return False
     return (
@@ -1421,8 +1430,8 @@ _LIGHT_VERB = re.compile(
 
 def _attribute(clause: str) -> tuple[str, str, bool, str] | None:
     # A partnership's end first: "My wife Priya and I separated" is not "my wife Priya".
-    relation = _matched(_PARTNERSHIP_ENDS, clause) or _relation(clause)
-    return relation or _matched(_PATTERNS, clause)
+    relation = change_in(clause) or _matched(_PARTNERSHIP_ENDS, clause) or _relation(clause)
+    return timeless(relation or _matched(_PATTERNS, clause))
 
 
 def _matched(patterns: list[_Pattern], clause: str) -> tuple[str, str, bool, str] | None:
@@ -2088,6 +2097,9 @@ def _ending(clause: str, attribute: str, value: str) -> tuple[tuple[str, ...], s
     ("I'm vegetarian now" ends "stance on meat"), and eating such a food again ends the
     diets that leave it out ("I eat meat again" ends "vegetarian", "vegan",
     "pescatarian", not "gluten-free")."""
+    changed = change_ending(clause, attribute, value)
+    if changed is not None:
+        return changed
     if attribute == "diet" and value.lower() in _DIET_ENDS:
         items = dict.fromkeys(_DIET_ENDS[value.lower()])
         return tuple(f"{STANCE} {item}" for item in items), ""

@@ -1,0 +1,186 @@
+"""Life changes in offline extraction (memoryapp/llm/extraction_changes.py): moves, job
+changes, ended states, losses, births, and statements that say nothing.
+
+Each family is checked on several phrasings of its own, as facts (exact texts) and,
+through the database, as invalidations of the stale fact.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memoryapp import episodic, semantic, working
+from memoryapp.llm.extraction_offline import extract_episode
+from memoryapp.llm.port import TranscriptMessage
+from memoryapp.models import Fact, Project
+from tests.conftest import Clock
+
+WHEN = datetime(2026, 3, 11, 15, 30, tzinfo=UTC)
+
+
+def _facts(content: str) -> list[tuple[str, str, str]]:
+    message = TranscriptMessage(sequence_number=1, role="user", content=content, created_at=WHEN)
+    return [(f.text, f.attribute, f.value) for f in extract_episode([message]).facts]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        # Moves: the new place is where one lives.
+        ("I moved from Berlin to Lisbon.", [("The user moved from Berlin to Lisbon.", "lives in", "Lisbon")]),
+        (
+            "We've relocated from Toronto to Vancouver.",
+            [("The user and others have relocated from Toronto to Vancouver.", "lives in", "Vancouver")],
+        ),
+        ("We made the move to Lisbon.", [("The user and others made the move to Lisbon.", "lives in", "Lisbon")]),
+        ("I just moved to Vancouver for the job.", [("The user just moved to Vancouver for the job.", "lives in", "Vancouver")]),
+        ("We're now living in Utrecht.", [("The user and others are now living in Utrecht.", "lives in", "Utrecht")]),
+        ("My home is now Lisbon.", [("The user's home is now Lisbon.", "lives in", "Lisbon")]),
+        ("Last spring I moved back to Porto.", [("Last spring the user moved back to Porto.", "lives in", "Porto")]),
+        (
+            "I moved to the city from my hometown.",
+            [("The user moved to the city from the user's hometown.", "lives in", "city")],
+        ),
+        (
+            "We moved here from Chicago to be near family.",
+            [("The user and others moved here from Chicago to be near family.", "former home", "Chicago")],
+        ),
+        # Job changes: the title, the employer apart.
+        (
+            "These days I'm working as a chef at Taberna.",
+            [
+                ("These days the user is working as a chef at Taberna.", "job", "chef"),
+                ("The user works at Taberna.", "works at", "Taberna"),
+            ],
+        ),
+        (
+            "I've been working as a nurse since March.",
+            [("The user has been working as a nurse since March.", "job", "nurse")],
+        ),
+        ("I got a new job as a line cook.", [("The user got a new job as a line cook.", "job", "line cook")]),
+        (
+            "I'm currently working as a software engineer at Google.",
+            [
+                ("The user is currently working as a software engineer at Google.", "job", "software engineer"),
+                ("The user works at Google.", "works at", "Google"),
+            ],
+        ),
+        ("I switched careers to nursing.", [("The user switched careers to nursing.", "job", "nursing")]),
+        # Ended states: what ended, never a value "no longer".
+        ("I'm not a teacher anymore.", [("The user is not a teacher anymore.", "former job", "teacher")]),
+        ("I'm no longer a nurse.", [("The user is no longer a nurse.", "former job", "nurse")]),
+        ("I no longer work as a teacher.", [("The user no longer works as a teacher.", "former job", "teacher")]),
+        ("I stopped being a teacher.", [("The user stopped being a teacher.", "former job", "teacher")]),
+        ("I don't work at Acme anymore.", [("The user doesn't work at Acme anymore.", "former employer", "Acme")]),
+        ("We no longer live in Berlin.", [("The user and others no longer live in Berlin.", "former home", "Berlin")]),
+        # Losses: a fact of the speaker's, naming the one lost.
+        ("Sadly Rex died in spring.", [("Sadly Rex died in spring.", "lost", "Rex")]),
+        (
+            "Our old cat Luna passed away.",
+            [("The user's old cat Luna passed away.", "lost", "Luna")],
+        ),
+        ("We had to rehome our dog Rex.", [("The user and others had to rehome the user's dog Rex.", "lost", "Rex")]),
+        ("We gave Biscuit away.", [("The user and others gave Biscuit away.", "lost", "Biscuit")]),
+        ("My dad died in 2019.", [("The user's dad died in 2019.", "lost", "dad")]),
+        # Births and adoptions: the child's relation.
+        (
+            "We had a baby girl, Ines, in January.",
+            [("The user and others had a baby girl, Ines, in January.", "daughter", "Ines")],
+        ),
+        ("We adopted a boy, Sam.", [("The user and others adopted a boy, Sam.", "son", "Sam")]),
+        ("I gave birth to a daughter named Mia.", [("The user gave birth to a daughter named Mia.", "daughter", "Mia")]),
+        ("Our son Leo was born in May.", [("The user's son Leo was born in May.", "son", "Leo")]),
+        ("I don't have any kids.", [("The user doesn't have any kids.", "kids", "none")]),
+        ("We have no children.", [("The user and others have no children.", "kids", "none")]),
+        # A time phrase is never an object.
+        ("I quit 2 years ago", [("The user quit 2 years ago (2024).", "", "")]),
+        ("I gave up 3 months ago.", [("The user gave up 3 months ago (December 2025).", "", "")]),
+        (
+            "I started running 3 weeks ago.",
+            [("The user started running 3 weeks ago (the week of 18 February 2026).", "stance on running", "does")],
+        ),
+        ("I love summer.", [("The user loves summer.", "stance on summer", "likes")]),
+        # Statements with no content.
+        ("...my wife is.", []),
+        ("and then we were", []),
+        ("parallel message number 12 about my dog and job", []),
+        ("Test message 3 about my car", []),
+        ("this is a test", []),
+        ("just testing", []),
+    ],
+)
+def test_it_reads_life_changes_and_drops_empty_statements(
+    content: str, expected: list[tuple[str, str, str]]
+) -> None:
+    assert _facts(content) == expected
+
+
+def _told(project: Project, clock: Clock, when: str, *lines: str) -> None:
+    """One thread of user messages at ``when``, ended and extracted offline."""
+    clock.set(when)
+    thread = working.thread_create(project=project, dataset="changes")
+    rows = [working.message_append(thread=thread, role="user", content=c).message for c in lines]
+    assert episodic.episode_build(
+        thread_id=thread.pk,
+        from_sequence=rows[0].sequence_number,
+        to_sequence=rows[-1].sequence_number,
+    ).created
+
+
+def _current(project: Project) -> set[str]:
+    facts, _ = semantic.fact_list(project=project, dataset="changes")
+    return {f.text for f in facts}
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "stale"),
+    [
+        ("I live in Berlin.", "I moved from Berlin to Lisbon in July.", "The user lives in Berlin."),
+        ("We live in Leeds.", "We relocated to York last year.", "The user and others live in Leeds."),
+        ("I live in Berlin.", "I don't live in Berlin anymore.", "The user lives in Berlin."),
+        ("I live in Chicago.", "We moved here from Chicago to be near family.", "The user lives in Chicago."),
+        ("I now work as a barista.", "These days I'm working as a chef at Taberna.", "The user now works as a barista."),
+        ("I'm a teacher.", "I started a new job as a designer.", "The user is a teacher."),
+        ("I'm a teacher.", "I'm not a teacher anymore.", "The user is a teacher."),
+        ("I work as a nurse.", "I no longer work as a nurse.", "The user works as a nurse."),
+        ("I work at Acme.", "I don't work at Acme anymore.", "The user works at Acme."),
+        ("I have a dog called Rex.", "Sadly Rex died in spring.", "The user has a dog called Rex."),
+        ("My cat Luna is 12.", "Our cat Luna passed away last week.", "The user's cat is Luna."),
+        ("I have a dog named Rex.", "We had to rehome Rex.", "The user has a dog named Rex."),
+        ("I don't have any kids.", "We had a baby girl, Ines, in January.", "The user doesn't have any kids."),
+        ("I have no kids.", "We adopted a boy, Sam.", "The user has no kids."),
+        ("I'm childless.", "I became a dad last month.", "The user is childless."),
+    ],
+)
+def test_a_life_change_ends_the_stale_fact(
+    project: Project, clock: Clock, before: str, after: str, stale: str
+) -> None:
+    _told(project, clock, "2025-01-10T10:00:00Z", before)
+    _told(project, clock, "2025-08-16T09:00:00Z", after)
+    assert stale not in _current(project)
+    old = Fact.objects.get(text=stale)
+    assert old.invalidated_at is not None and old.invalidated_by is not None
+
+
+def test_a_loss_ends_only_the_one_it_names(project: Project, clock: Clock) -> None:
+    """Rex's death ends the dog Rex, not the dog Bella nor the partner."""
+    _told(project, clock, "2025-01-10T10:00:00Z", "I have a dog called Rex.", "I have a dog called Bella.", "My wife is Ana.")
+    _told(project, clock, "2025-08-16T09:00:00Z", "Sadly Rex died in spring.")
+    assert _current(project) == {
+        "The user has a dog called Bella.",
+        "The user's wife is Ana.",
+        "Sadly Rex died in spring.",
+    }
+
+
+def test_an_ended_state_ends_only_a_job_it_names(project: Project, clock: Clock) -> None:
+    _told(project, clock, "2025-01-10T10:00:00Z", "I'm a nurse.")
+    _told(project, clock, "2025-08-16T09:00:00Z", "I'm not a teacher anymore.")
+    assert "The user is a nurse." in _current(project)
+
+
+def test_meta_chatter_gives_no_facts(project: Project, clock: Clock) -> None:
+    _told(project, clock, "2025-01-10T10:00:00Z", *(f"parallel message number {n} about my dog and job" for n in range(1, 8)))
+    assert _current(project) == set()
