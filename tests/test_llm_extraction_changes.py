@@ -91,7 +91,10 @@ def _facts(content: str) -> list[tuple[str, str, str]]:
         ),
         ("We adopted a boy, Sam.", [("The user and others adopted a boy, Sam.", "son", "Sam")]),
         ("I gave birth to a daughter named Mia.", [("The user gave birth to a daughter named Mia.", "daughter", "Mia")]),
-        ("Our son Leo was born in May.", [("The user's son Leo was born in May.", "son", "Leo")]),
+        (
+            "Our son Leo was born in May.",
+            [("The user's son is Leo.", "son", "Leo"), ("The user's son Leo was born in May.", "born", "May")],
+        ),
         ("I don't have any kids.", [("The user doesn't have any kids.", "kids", "none")]),
         ("We have no children.", [("The user and others have no children.", "kids", "none")]),
         # A time phrase is never an object.
@@ -152,6 +155,8 @@ def _current(project: Project) -> set[str]:
         ("I don't have any kids.", "We had a baby girl, Ines, in January.", "The user doesn't have any kids."),
         ("I have no kids.", "We adopted a boy, Sam.", "The user has no kids."),
         ("I'm childless.", "I became a dad last month.", "The user is childless."),
+        ("We don't have kids.", "Our son Leo was born in May.", "The user and others don't have kids."),
+        ("I have no children.", "We have two kids, Lily and Tom.", "The user has no children."),
     ],
 )
 def test_a_life_change_ends_the_stale_fact(

@@ -300,6 +300,12 @@ def change_ending(clause: str, attribute: str, value: str) -> tuple[tuple[str, .
     return None
 
 
+def relation_ends(attribute: str) -> tuple[str, ...]:
+    """The attributes a relation fact with ``attribute`` ends (ExtractedFact.retires):
+    a child's ends "no kids" (KIDS); () for any other relation."""
+    return (KIDS,) if attribute in _CHILD_WORDS else ()
+
+
 def _kids(value: str) -> bool:
     return attribute_words(value) & _CHILD_WORDS != set()
 

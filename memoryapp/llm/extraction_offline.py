@@ -85,6 +85,7 @@ from datetime import datetime, timedelta
 from memoryapp.llm.extraction_changes import (
     change_ending,
     change_in,
+    relation_ends,
     reports_loss,
     says_nothing,
     timeless,
@@ -1785,6 +1786,7 @@ def _member_facts(clause: str, group: _Group | None, speaker: str, sequence: int
             tentative=set(),
             sequence=sequence,
             weight=_weight(clause, attribute, []),
+            retires=relation_ends(attribute),
         )
         for name in names
         if name.split()[0].lower() not in _NOT_NAMES
@@ -1986,6 +1988,7 @@ def _relation_fact(speaker: str, relation: str, name: str, kind: str, of: _Found
         tentative=set(),
         sequence=of.sequence,
         weight=of.weight,
+        retires=relation_ends(_relation_attribute(relation)),
     )
 
 
