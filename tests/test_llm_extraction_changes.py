@@ -47,7 +47,12 @@ def _facts(content: str) -> list[tuple[str, str, str]]:
             "We moved here from Chicago to be near family.",
             [("The user and others moved here from Chicago to be near family.", "former home", "Chicago")],
         ),
+        (
+            "We packed up and moved to Lisbon in July.",
+            [("The user and others packed up and moved to Lisbon in July.", "lives in", "Lisbon")],
+        ),
         # Job changes: the title, the employer apart.
+        ("I started working as a chef last month.", [("The user started working as a chef last month (February 2026).", "job", "chef")]),
         (
             "These days I'm working as a chef at Taberna.",
             [
@@ -73,6 +78,15 @@ def _facts(content: str) -> list[tuple[str, str, str]]:
         ("I'm no longer a nurse.", [("The user is no longer a nurse.", "former job", "nurse")]),
         ("I no longer work as a teacher.", [("The user no longer works as a teacher.", "former job", "teacher")]),
         ("I stopped being a teacher.", [("The user stopped being a teacher.", "former job", "teacher")]),
+        (
+            "I'm not working as a barista anymore.",
+            [("The user is not working as a barista anymore.", "former job", "barista")],
+        ),
+        ("I gave up my job as a barista.", [("The user gave up the user's job as a barista.", "former job", "barista")]),
+        (
+            "I've stopped working at the cafe.",
+            [("The user has stopped working at the cafe.", "former employer", "cafe")],
+        ),
         ("I don't work at Acme anymore.", [("The user doesn't work at Acme anymore.", "former employer", "Acme")]),
         ("We no longer live in Berlin.", [("The user and others no longer live in Berlin.", "former home", "Berlin")]),
         # Losses: a fact of the speaker's, naming the one lost.
@@ -104,6 +118,7 @@ def _facts(content: str) -> list[tuple[str, str, str]]:
             "I started running 3 weeks ago.",
             [("The user started running 3 weeks ago (the week of 18 February 2026).", "stance on running", "does")],
         ),
+        ("I stopped in 2023.", [("The user stopped in 2023.", "", "")]),
         ("I love summer.", [("The user loves summer.", "stance on summer", "likes")]),
         # Statements with no content.
         ("...my wife is.", []),

@@ -43,7 +43,7 @@ _PLACE = r"(?P<value>[^,;.!?]+)"
 _NUMBERS = "a an one two three four five six seven eight nine ten eleven twelve few couple several many"
 _UNITS = r"(?:years?|months?|weeks?|days?|hours?|minutes?|decades?|yrs?|mos?)"
 _TIME = re.compile(
-    r"^(?:(?:about|around|almost|nearly|over|under|just|like|only|some|a good)\s+)?"
+    r"^(?:(?:in|since|for|during|until|by|around|about|almost|nearly|over|under|just|like|only|some|a good)\s+)*"
     rf"(?:(?:\d+|{'|'.join(_words(_NUMBERS))}|a few|a couple(?: of)?)\s+{_UNITS}"
     rf"|(?:last|next|this|that|the other|the past|the last)\s+(?:{_UNITS}|spring|summer|autumn|fall|winter|"
     r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend|night|morning)"
@@ -75,9 +75,11 @@ _NOT_VERB = (
     r"(?!(?:be|get|live|work|join|start|study|take|help|find|look|stay|see|visit|care|raise|pursue|attend|"
     r"go|do|make|have|open|teach|run|spend|save|escape|retire|focus|try|give|build)\b)"
 )
+# "we packed up and moved to Lisbon", "I sold the flat and relocated to Porto".
+_AND = r"(?: \w+(?: up| out| everything| the \w+)? and)?"
 _MOVES = [
-    _r(rf"{_WE_I} {_MOVE} from [^,;.!?]+? (?:to|into) {_NOT_VERB}{_PLACE}", "lives in", kind="place"),
-    _r(rf"{_WE_I} {_MOVE} to {_NOT_VERB}{_PLACE}", "lives in", kind="place"),
+    _r(rf"{_WE_I}{_AND} {_MOVE} from [^,;.!?]+? (?:to|into) {_NOT_VERB}{_PLACE}", "lives in", kind="place"),
+    _r(rf"{_WE_I}{_AND} {_MOVE} to {_NOT_VERB}{_PLACE}", "lives in", kind="place"),
     _r(
         r"\b(?:I|we)(?:'m|'re| am| are)(?: (?:now|currently|still|also))? (?:living|staying|settled) in "
         + _PLACE,
@@ -103,6 +105,7 @@ _JOBS = [
         rf"career|work) as {_TITLE}",
         "job",
     ),
+    _r(rf"\bI(?:'ve| have)?(?: just| recently)? (?:started|began|begun) (?:working|work) as {_TITLE}", "job"),
     _r(rf"\bI(?:'ve| have)? (?:switched|changed) (?:careers|jobs|fields) (?:to (?:become |being )?|and became )?{_TITLE}", "job"),
     _r(rf"\bmy (?:new |current )?(?:job|role|position) is (?:as |working as )?{_TITLE}", "job"),
     _r(rf"\bI(?:'ve| have)? (?:re)?trained as {_TITLE}", "job"),
@@ -120,6 +123,13 @@ _ENDED = [
     ),
     _r(rf"\bI (?:no longer work as (?:a |an )?{_TITLE}|(?:don't|do not) work as (?:a |an )?(?P<v2>[^,;.!?]+?) {_ANYMORE})", "former job", single=False),
     _r(rf"\bI(?:'ve| have)? (?:stopped|quit) (?:being|working as) (?:a|an) {_NOT_TITLE}{_TITLE}", "former job", single=False),
+    _r(
+        rf"\bI(?:'m| am) (?:no longer working as (?:a |an )?{_TITLE}|not working as (?:a |an )?(?P<v2>[^,;.!?]+?) {_ANYMORE})",
+        "former job",
+        single=False,
+    ),
+    _r(rf"\bI(?:'ve| have)? (?:gave|given) up (?:my|the) (?:\w+ )?job as (?:a|an) {_TITLE}", "former job", single=False),
+    _r(rf"\bI(?:'ve| have)? (?:stopped|quit) working (?:at|for) {_PLACE}", "former employer", single=False, kind="organisation"),
     _r(
         rf"\b(?:I|we) (?:no longer live in {_PLACE}|(?:don't|do not) live in (?P<v2>[^,;.!?]+?) {_ANYMORE})",
         "former home",
