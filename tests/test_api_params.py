@@ -113,3 +113,21 @@ def test_more_query_parameters_than_django_reads_is_400_not_500(api: Api) -> Non
         },
     )
     assert Thread.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("query", "name"),
+    [("dataset=%FF", "dataset"), ("dataset=%ED%A0%80", "dataset"), ("tag=ok&dataset=caf%C3", "dataset")],
+    ids=["a lone byte", "an encoded surrogate", "a cut sequence"],
+)
+def test_a_parameter_that_is_not_utf8_is_refused(api: Api, query: str, name: str) -> None:
+    """?dataset=%FF was read as the dataset "\\ufffd" (200, an empty list); the same text
+    in a JSON body is a 400 invalid_unicode, and so is it here."""
+    resp = _get(api, f"{BASE}/threads", query)
+    assert (resp.status_code, resp.json()) == (400, _issue(name, f"{name} is not valid UTF-8", "invalid_unicode"))
+
+
+def test_utf8_parameters_still_read(api: Api) -> None:
+    api.create_thread(dataset="café")
+    resp = _get(api, f"{BASE}/threads", "dataset=caf%C3%A9")
+    assert resp.status_code == 200 and [t["dataset"] for t in resp.json()["threads"]] == ["café"]

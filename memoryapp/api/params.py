@@ -16,6 +16,7 @@ import typing
 from collections.abc import Callable, Iterable
 from functools import wraps
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 from django.http import HttpRequest, QueryDict
 from django.http.response import HttpResponseBase
@@ -85,6 +86,26 @@ def query_issues(
     return issues
 
 
+def undecodable(query_string: str) -> list[dict[str, Any]]:
+    """The issues of a raw query string (``QUERY_STRING``) whose percent-decoded names or
+    values are not UTF-8 (``invalid_unicode``, as the same text in a JSON body is): Django
+    decodes them with replacement characters, so ``?dataset=%FF`` read as the dataset
+    "\ufffd" and answered an empty list. Each issue's path is the parameter's name."""
+    issues: list[dict[str, Any]] = []
+    # The environ holds the query's bytes as latin-1 (PEP 3333).
+    for pair in query_string.encode("latin-1", "replace").split(b"&"):
+        raw_name, _, raw_value = pair.partition(b"=")
+        name_bytes = unquote_to_bytes(raw_name.replace(b"+", b" "))
+        value_bytes = unquote_to_bytes(raw_value.replace(b"+", b" "))
+        try:
+            name_bytes.decode("utf-8")
+            value_bytes.decode("utf-8")
+        except UnicodeDecodeError:
+            name = name_bytes.decode("utf-8", "replace")
+            issues.append({"path": [name], "message": f"{name} is not valid UTF-8", "code": "invalid_unicode"})
+    return issues
+
+
 def _unknown(name: str, names: frozenset[str], body: frozenset[str]) -> str:
     if name in body:
         return f"{name} is not a query parameter of this route: send it in the JSON body"
@@ -97,9 +118,9 @@ def query_check(run: Run) -> Run:
     """A ``view``-mode decorator (``NinjaAPI.add_decorator``, which in that mode wraps
     each bound operation's ``run``) of ``run``, a bound Operation.run.
 
-    A request whose query string query_issues finds fault with is authenticated as the
-    operation would (a missing key stays 401, a spent one 429) and then answered 400
-    ``Validation error`` with those issues; more query parameters than Django parses is
+    A request whose query string query_issues or undecodable finds fault with is
+    authenticated as the operation would (a missing key stays 401, a spent one 429) and
+    then answered 400 ``Validation error`` with those issues; more query parameters than Django parses is
     answered by the API's handler (400 ``too_many_parameters``); any other request runs
     as before. The declared names are read once, here."""
     operation: Operation = run.__self__  # type: ignore[attr-defined]
@@ -115,6 +136,7 @@ def query_check(run: Run) -> Run:
             issues = query_issues(request.GET, names, lists, body)
         except Exception as exc:  # more parameters than Django parses (TooManyFieldsSent)
             return operation.api.on_exception(request, exc)
+        issues += undecodable(request.META["QUERY_STRING"])
         if not issues:
             return run(request, *args, **kwargs)
         refused = operation._run_checks(request)
