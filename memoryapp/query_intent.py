@@ -14,7 +14,10 @@ category (CATEGORIES) adds, to the query's own search words:
   ("stance on ..." with value "likes"; "son", "daughter"; "lives in"; "job").
 
 A **request word** ("remind", "tell", "called": REQUEST_WORDS) says what is wanted done,
-not what about: it counts REQUEST_WEIGHT when the query has other words.
+not what about, and a **time word** ("now", "currently": TIME_WORDS) asks for the state
+that holds, which the fact layer's current facts already are: either counts
+REQUEST_WEIGHT when the query has other words ("where do I live now?" ranked "I'm a
+teacher now" first on the shared "now").
 
 **Whose statement.** A question in the first person ("my kids", "where do I live"),
 naming "the user", or in the third person naming nobody ("what are his hobbies?": the
@@ -43,6 +46,9 @@ REQUEST_WORDS = frozenset(
     ["remind", "tell", "recall", "remember", "called", "named", "name", "names", "please",
      "again", "know", "list"]
 )
+# Words asking for what holds now, not naming a topic (weighted as request words).
+TIME_WORDS = frozenset(["now", "currently", "nowadays", "anymore", "still"])
+_LOW = REQUEST_WORDS | TIME_WORDS
 # First-person words: the asker is the user and asks about themself.
 FIRST_PERSON = frozenset(["i", "me", "my", "mine", "myself", "user", "user's"])
 # Third-person words: with no name in the question, the person memory is about.
@@ -198,12 +204,12 @@ def search_query(*, words: Sequence[str], terms: Sequence[str], named: bool = Fa
     """The SearchQuery of a query whose distinct lower-cased words are ``words`` and whose
     search words are ``terms`` (memoryapp.message_search.query_words / query_terms);
     ``named``: the query names someone (names_someone).
-    ``terms`` first (a request word at REQUEST_WEIGHT when another term is not one,
-    the others 1.0), then the related words of every category a word names (module doc)
+    ``terms`` first (a request or time word at REQUEST_WEIGHT when another term is
+    neither, the others 1.0), then the related words of every category a word names (module doc)
     that are not terms already, at EXPANSION_WEIGHT; at most one entry per word."""
     own = list(dict.fromkeys(terms))
-    content = [t for t in own if t not in REQUEST_WORDS]
-    weights = [1.0 if t not in REQUEST_WORDS or not content else REQUEST_WEIGHT for t in own]
+    content = [t for t in own if t not in _LOW]
+    weights = [1.0 if t not in _LOW or not content else REQUEST_WEIGHT for t in own]
     related: list[str] = []
     attributes: list[Attribute] = []
     asked = set(words)

@@ -258,3 +258,14 @@ def test_the_context_never_marks_a_quitting_as_no_longer_current(moves: Project)
         "[no longer current as of 2026-05-02; now: The user is a teacher now, at a primary "
         "school.]</message>"
     ) in found["context"]
+
+
+def test_now_in_a_question_asks_for_what_holds_not_for_the_word(moves: Project) -> None:
+    """"where do I live now?" ranked "I'm a teacher now." (its fact and message) first on
+    the shared word "now"; "now" asks for the current state, which current facts are."""
+    found = _ask_alice(moves, "where do I live now?", include=["facts", "raw"], limit=3)
+    assert _ranked(found)[:2] == [
+        "Big news: we moved to Denver last week! The boxes are everywhere and the flat is "
+        "still half empty.",
+        DENVER,
+    ]
