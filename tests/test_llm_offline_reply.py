@@ -118,3 +118,31 @@ def test_it_quotes_every_line_of_a_recalled_episode_without_markup_and_with_its_
     # recall's preamble is no memory, and no part of the system prompt
     asked = [ChatMessage(role="user", content="Which earlier conversations are recalled?")]
     assert "(system prompt)" not in reply_text(instruction, asked)
+
+
+def test_a_recalled_message_quoted_carries_the_mark_of_what_it_says_in_other_words() -> None:
+    """recall marks "I live in Boston" with a "Stated here: The user lives in Boston.
+    [no longer current ...]" line in the same item; quoted alone, the line stated the old
+    home as current."""
+    mark = "[no longer current as of 2026-06-15; now: The user lives in Denver.]"
+    instruction = (
+        "<long_term_memory>\n"
+        '<message thread="aaaaaaaa-0000" seq="1" date="2026-03-02" role="user">'
+        "Hi! I'm Alice, I'm 34 and I live in Boston.\n"
+        f"Stated here: The user lives in Boston. {mark}</message>\n"
+        "</long_term_memory>"
+    )
+    long_line = "I live in Boston " + "and love it " * 30
+    longer = instruction.replace("Hi! I'm Alice, I'm 34 and I live in Boston.", long_line.strip())
+    ask = [ChatMessage(role="user", content="where do I live?")]
+
+    assert reply_text(instruction, ask) == "\n".join(
+        [
+            REPLY_OPENING,
+            "From memory:",
+            f"> Hi! I'm Alice, I'm 34 and I live in Boston. {mark} (recalled message, thread aaaaaaaa #1 (user))",
+        ]
+    )
+    quoted = reply_text(longer, ask).splitlines()[2]
+    assert quoted.endswith(f"… {mark} (recalled message, thread aaaaaaaa #1 (user))")
+    assert len(quoted.split(" (recalled")[0]) == len("> ") + 240

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from memoryapp import salient
 from memoryapp.llm.port import ChatMessage
+from memoryapp.llm.synthesis_input import STATED_HERE
 from memoryapp.stopwords import FUNCTION_WORDS
 
 #: Every offline text reply opens with this (memoryapp.llm.offline.REPLY_MARK matches it).
@@ -130,12 +131,40 @@ def _instruction_lines(instruction: str) -> list[tuple[str, str]]:
     return out
 
 
+# A replaced statement's mark (memoryapp.llm.synthesis_input.stale_mark), closing its line.
+_STALE = re.compile(r"\[no longer current as of [^\n]*\]$")
+
+
+def _marked_items(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``pairs`` with every line of a recalled item that says a replaced statement in
+    other words (a ``Stated here: <statement> [no longer current ...]`` line of it)
+    carrying that mark too, and the ``Stated here`` lines themselves left out: quoted
+    alone, "I live in Boston." would state the replaced home as current (docs/decisions.md
+    "The context never states a replaced fact as true")."""
+    marks: dict[str, list[str]] = {}
+    for text, source in pairs:
+        found = _STALE.search(text)
+        if text.startswith(STATED_HERE) and found and source.startswith("recalled"):
+            marks.setdefault(source, []).append(found.group(0))
+    if not marks:
+        return pairs
+    out = []
+    for text, source in pairs:
+        if source in marks and text.startswith(STATED_HERE):
+            continue
+        if source in marks and not _STALE.search(text):
+            text = f"{text} {' '.join(dict.fromkeys(marks[source]))}"
+        out.append((text, source))
+    return out
+
+
 def context_lines(system_instruction: str, messages: Sequence[ChatMessage]) -> list[ContextLine]:
     """Every quotable line of a turn's model input, in the order the model reads it: the
     system instruction's, then each message's (the summary message's lines as
     ``summary``, the others as ``recent <role> message``), the user's last message left
-    out (it is the question)."""
-    pairs = _instruction_lines(system_instruction)
+    out (it is the question). A recalled item's lines carry the marks of the replaced
+    statements it makes in other words (``_marked_items``)."""
+    pairs = _marked_items(_instruction_lines(system_instruction))
     last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
     for i, message in enumerate(messages):
         if i == last_user or message.tool_result is not None or not message.content:
@@ -187,6 +216,17 @@ def best_lines(query: str, lines: list[ContextLine], limit: int = MAX_QUOTES) ->
     return out
 
 
+def _quote(text: str) -> str:
+    """``text`` as quoted: no list dash, at most MAX_QUOTE_CHARS, shortened before a
+    replaced statement's mark, never through it."""
+    text = text.lstrip("- ").strip()
+    mark = _STALE.search(text)
+    body, tail = (text[: mark.start()].rstrip(), f" {mark.group(0)}") if mark else (text, "")
+    room = max(MAX_QUOTE_CHARS - len(tail), 40)
+    body = body if len(body) <= room else body[: room - 1] + "…"
+    return body + tail
+
+
 def reply_text(system_instruction: str, messages: Sequence[ChatMessage]) -> str:
     """REPLY_OPENING, then the context lines best matching the user's last message, one
     per line as ``> <line> (<source>)``; or, when none matches, a line saying how much
@@ -198,9 +238,5 @@ def reply_text(system_instruction: str, messages: Sequence[ChatMessage]) -> str:
         kinds = sorted({line.source.split(",")[0] for line in lines})
         held = f" (it holds lines from: {', '.join(kinds)})" if kinds else " (it is empty)"
         return f"{REPLY_OPENING}\nNothing in this turn's memory matches your message{held}."
-    quotes = []
-    for line in found:
-        text = line.text.lstrip("- ").strip()
-        text = text if len(text) <= MAX_QUOTE_CHARS else text[: MAX_QUOTE_CHARS - 1] + "…"
-        quotes.append(f"> {text} ({line.source})")
+    quotes = [f"> {_quote(line.text)} ({line.source})" for line in found]
     return "\n".join([REPLY_OPENING, "From memory:", *quotes])
