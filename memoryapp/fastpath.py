@@ -46,7 +46,8 @@ import logging
 import re
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, cast
 
 from django.conf import settings
@@ -308,6 +309,18 @@ def _upkeep(signal: Signal, keys: frozenset[tuple[int, int]], finished: bool, en
         caches.close_all()
 
 
+@contextmanager
+def _as_a_request(request: WSGIRequest) -> Iterator[None]:
+    """Around the fast path's database work, what Django's WSGIHandler does around a
+    request's: request_started's work before any database use (a stale connection is
+    closed), request_finished's once answered (``_upkeep``)."""
+    _upkeep(signals.request_started, _STARTED_KEYS, False, request.environ)
+    try:
+        yield
+    finally:
+        _upkeep(signals.request_finished, _FINISHED_KEYS, True, None)
+
+
 _CLOSE_NOTHING: dict[int, tuple[dict[str, Any], bool]] = {}
 
 
@@ -423,10 +436,7 @@ class FastPath:
     ) -> Answer | Later | None:
         """Authenticate, call the domain and answer; None when declined before any write.
         With ``defer`` it is the inline run (``inline``)."""
-        # As Django's WSGIHandler: request_started's work before any database use (a
-        # stale connection is closed), request_finished's once answered.
-        _upkeep(signals.request_started, _STARTED_KEYS, False, request.environ)
-        try:
+        with _as_a_request(request):
             if defer is None:
                 answered = self._respond(routes, kind, thread_id, request, values, inline=False)
             else:
@@ -434,8 +444,6 @@ class FastPath:
             if isinstance(answered, AppendResult):
                 return functools.partial(self._finish_append, routes, request, answered)
             return _answer(routes, request, answered)
-        finally:
-            _upkeep(signals.request_finished, _FINISHED_KEYS, True, None)
 
     def _respond_inline(
         self,
@@ -459,8 +467,7 @@ class FastPath:
     def _finish_append(self, routes: _Routes, request: WSGIRequest, appended: AppendResult) -> Answer:
         """On a pool thread: the auto-compaction an inline append tripped, then its answer
         (what _respond does after the append)."""
-        _upkeep(signals.request_started, _STARTED_KEYS, False, request.environ)
-        try:
+        with _as_a_request(request):
             try:
                 data, replayed = views.append_body(appended)
                 answered: _Responded = (201, data, replayed)
@@ -469,8 +476,6 @@ class FastPath:
             answer = _answer(routes, request, answered)
             assert answer is not None
             return answer
-        finally:
-            _upkeep(signals.request_finished, _FINISHED_KEYS, True, None)
 
     def _respond(
         self,
