@@ -200,8 +200,9 @@ def test_the_upkeep_of_an_inline_append_runs_on_a_pool_thread(
     catch_up = sql.search_index_catch_up
 
     def watched_catch_up() -> int:
-        ran.append(threading.current_thread().name)
-        return catch_up()
+        indexed = catch_up()
+        ran.append(threading.current_thread().name)  # once done: the test waits for it
+        return indexed
 
     monkeypatch.setattr(sql, "search_index_catch_up", watched_catch_up)
     for n in range(4):
