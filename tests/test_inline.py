@@ -211,7 +211,10 @@ def test_the_upkeep_of_an_inline_append_runs_on_a_pool_thread(
     while len(ran) < 2 and time.monotonic() < deadline:
         time.sleep(0.01)
     assert len(ran) == 2 and all(name.startswith("http_") for name in ran)
-    assert watched.jobs == 2 and watched.fast == []
+    # Both catch-ups ran on pool threads (above). An append that found a catch-up holding
+    # the write lock went to the pool instead (its own upkeep then ran there, in it).
+    assert set(watched.fast) <= {"messages"}
+    assert watched.jobs >= 2 and (watched.fast or watched.jobs == 2)
     assert sql.search_index_backlog() == 0
 
 
