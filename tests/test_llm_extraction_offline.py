@@ -1522,3 +1522,37 @@ def test_a_relatives_new_school_replaces_the_old_and_leaves_the_users_alone(proj
     ]
     old = Fact.objects.get(invalidated_at__isnull=False)
     assert old.text == "The user's daughter goes to Riverside Elementary."
+
+
+@pytest.mark.parametrize(
+    ("spelled_out", "contracted"),
+    [
+        ("I do not have a dog.", "I don't have a dog."),
+        ("I do not have a car.", "I don't have a car."),
+        ("I do not eat meat.", "I don't eat meat."),
+        ("I do not smoke.", "I don't smoke."),
+        ("I do not work weekends.", "I don't work weekends."),
+        ("I do not own a car.", "I don't own a car."),
+    ],
+)
+def test_do_not_reads_as_dont_never_as_a_habit_of_not(spelled_out: str, contracted: str) -> None:
+    """The habit rule's "I do <habit>" must not take the auxiliary of a negation for the
+    habit verb ("I do not have a dog" is no habit called "not have")."""
+    (spelled,) = extract_episode([_m(1, spelled_out)]).facts
+    (short,) = extract_episode([_m(1, contracted)]).facts
+    assert (spelled.subject, spelled.attribute, spelled.value, spelled.single_valued) == (
+        short.subject, short.attribute, short.value, short.single_valued,
+    )
+    assert not spelled.attribute.startswith("stance on")
+
+
+def test_two_negated_possessions_stay_two_facts() -> None:
+    facts = extract_episode([_m(1, "I do not have a dog."), _m(2, "I do not have a car.")]).facts
+    assert [f.text for f in facts] == ["The user does not have a dog.", "The user does not have a car."]
+    assert [f.source_sequences for f in facts] == [(1,), (2,)]
+
+
+def test_an_emphatic_do_have_is_no_habit() -> None:
+    (fact,) = extract_episode([_m(1, "I do have a cat.")]).facts
+    assert fact.attribute != "stance on have"
+    assert _facts("I do yoga every morning.") == [("user", "stance on yoga", "does", True)]

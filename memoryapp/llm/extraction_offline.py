@@ -354,9 +354,11 @@ _STOP_WORD = (
     r"with|from|as|out|up|off|hard|late|early|well|too|so|very|much|more|less|nothing|"
     r"everything|something|anything|all|some|any|what|whatever|and|or|but|because|when|while|"
     r"after|before|during|every|each|twice|once|most|like|there|here|home|now|today|things|"
-    # an emphatic "do" before a verb: "I do love it", "I do remember"
+    # an emphatic "do" before a verb: "I do love it", "I do remember", "I do have a cat"
     r"stuff|love|remember|think|know|want|hope|believe|miss|enjoy|appreciate|feel|agree|"
-    r"understand|need|wish|see|mean|get|care|mind)"
+    r"understand|need|wish|see|mean|get|care|mind|have|own|"
+    # a negated verb: "I do not have a dog", "I do not eat meat" are no habit of "not ..."
+    r"not|never)"
 )
 # Gerunds after "I started" that name no pursuit: a feeling, a try, a thought, a job.
 _NOT_PURSUITS = (
