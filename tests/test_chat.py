@@ -17,6 +17,7 @@ from memoryapp.episodic import episode_build
 from memoryapp.llm.offline_reply import REPLY_OPENING
 from memoryapp.models import Fact, Message, Project, Thread, Turn, UsageLine
 from memoryapp.timefmt import iso_ms
+from memoryapp.tokens import count_tokens
 from tests.conftest import World
 from tests.fakes.fixtures import fake_gemini_fixture  # noqa: F401
 from tests.fakes.gemini_server import (
@@ -528,7 +529,13 @@ def test_it_shows_the_turns_context_escaped(
     assert "GEMINI_API_KEY" in html
     assert "I&#x27;m looking for a family car." in html  # the tail
     layers = turn.context["layers"]
-    assert layers["systemPrompt"] == 9  # 33 ASCII characters, 6 words: max(ceil(33/4), 6)
+    # What the 33 ASCII characters add to the instruction after the recall context and a
+    # blank line (memoryapp.llm.input_tokens.system_part_tokens): 8 or 9, by where the
+    # context's length leaves the count's last 4-character step.
+    instruction = turn.context["input"]["systemInstruction"]
+    before = instruction.removesuffix("\n\n" + SYSTEM_PROMPT)
+    assert before != instruction
+    assert layers["systemPrompt"] == count_tokens(instruction) - count_tokens(before) == 8
     assert layers["total"] == sum(
         layers[k] for k in ("recallContext", "agentPrompt", "systemPrompt", "summary", "tail", "tools")
     ) == turn.context["input"]["totalTokens"]

@@ -66,7 +66,7 @@ def test_it_never_gives_the_context_labels_or_bullets() -> None:
         entry_line("user", "2026-06-15", "I love the job."),
     )
     # The episode's summary line restates the fact: said once.
-    assert answer == "The user's job is teaching. New job I love the job."
+    assert answer == "The user's job is teaching. New job. I love the job."
 
 
 def test_it_reads_when_words_as_no_topic() -> None:
@@ -95,3 +95,40 @@ def test_it_reads_the_entries_back_as_written() -> None:
         ]),
         ("fact", "2026-06-15", [(DENVER, None, None, False)]),
     ]
+
+
+def test_a_message_saying_what_a_fact_says_is_not_given_again() -> None:
+    """A fact and the message it came from say the same in the third and the first person:
+    the answer gives it once (the fact, which comes first), and what the message adds
+    beyond it still counts as its own sentence."""
+    answer = _synthesize(
+        "what car am I looking for and what do I drive?",
+        entry_line("fact", "2026-03-10", "The user is looking for a family car."),
+        entry_line("fact", "2026-03-10", "The user drives a Prius now."),
+        entry_line("user", "2026-03-10", "I'm looking for a family car"),
+    )
+    assert answer == "The user is looking for a family car. The user drives a Prius now."
+
+
+def test_a_negated_statement_or_another_number_is_no_repeat() -> None:
+    answer = _synthesize(
+        "do I eat meat?",
+        entry_line("fact", "2026-03-10", "The user eats meat."),
+        entry_line("user", "2026-04-10", "I don't eat meat"),
+    )
+    assert answer == "The user eats meat. I don't eat meat."
+    ages = _synthesize(
+        "how old is the user in years?",
+        entry_line("fact", "2026-03-10", "The user is 34 years old."),
+        entry_line("fact", "2026-03-10", "The user's sister is 38 years old."),
+    )
+    assert ages == "The user is 34 years old. The user's sister is 38 years old."
+
+
+def test_a_sentence_without_closing_punctuation_ends_with_a_full_stop() -> None:
+    answer = _synthesize(
+        "which dog and which cat do I have?",
+        entry_line("user", "2026-03-10", "I have a dog called Rex"),
+        entry_line("user", "2026-03-11", "and a cat called Mog!"),
+    )
+    assert answer == "I have a dog called Rex. and a cat called Mog!"

@@ -274,8 +274,8 @@ def test_it_synthesises_only_when_there_is_raw_context(
     found = recall(project=project, dataset="user_42", query="Who lives in Lisbon?")
     # The offline adapter answers with the context's sentences that share the query's
     # words, without the context's labels ("user (<day>): ").
-    assert found["synthesis"] == "My sister Maria lives in Lisbon"
-    assert "<synthesis>My sister Maria lives in Lisbon</synthesis>" in (
+    assert found["synthesis"] == "My sister Maria lives in Lisbon."
+    assert "<synthesis>My sister Maria lives in Lisbon.</synthesis>" in (
         found["context"]
     )
     nothing = recall(project=project, dataset="user_42", query="quantum chromodynamics")

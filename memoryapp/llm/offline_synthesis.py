@@ -93,11 +93,33 @@ def answer(query: str, context: str) -> str:
                 overlap = len(wanted & topic_words(sentence))
                 if overlap:
                     scored.append((-overlap, len(scored), _answer_text(sentence, line, marked)))
-    chosen: dict[str, tuple[int, str]] = {}
+    chosen: list[tuple[int, str, frozenset[str]]] = []
     for _, order, text in sorted(scored):
-        key = " ".join(text.casefold().split()).rstrip(".")
-        if key not in chosen:
-            chosen[key] = (order, text)
+        gist = _gist(text)
+        if any(gist <= other for _, _, other in chosen):
+            continue  # says nothing a chosen sentence does not ("I'm ..." beside "The user is ...")
+        chosen.append((order, _ended(text), gist))
         if len(chosen) == MAX_SENTENCES:
             break
-    return " ".join(text for _, text in sorted(chosen.values()))
+    return " ".join(text for _, text, _ in sorted(chosen))
+
+
+# Words that turn a statement around: "I don't eat meat" is not "I eat meat" said again.
+_NEGATIONS = frozenset(["not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without"])
+# Words that are no part of what a sentence says: its framing, and who says it.
+_PERSON = _NOT_TOPIC | frozenset(["i", "me", "my", "mine", "myself", "users"])
+
+
+def _gist(sentence: str) -> frozenset[str]:
+    """What a sentence says, for telling repeats apart: its words but function words
+    (numbers and two-letter names kept), and whether it is negated; the first person and
+    the third ("I'm vegan", "The user is vegan.") alike."""
+    words = _WORD.findall(search_text(sentence).casefold())
+    gist = frozenset(_fold(w) for w in words if len(w) > 1 and w not in _PERSON)  # "34", "LA" too
+    return gist | {"(negated)"} if _NEGATIONS.intersection(words) else gist
+
+
+def _ended(sentence: str) -> str:
+    """``sentence`` with a full stop when it ends without any closing punctuation, so
+    joined sentences stay sentences."""
+    return sentence if re.search(r"[.!?\u2026\"'\u201d\u2019)\]]$", sentence) else sentence + "."
