@@ -62,6 +62,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "playground.middleware.UndecodableUrlMiddleware",
     "playground.middleware.CanonicalIdsMiddleware",
     "playground.middleware.MethodNotAllowedPageMiddleware",
     "memoryapp.middleware.HtmxSignedOutMiddleware",

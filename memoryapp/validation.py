@@ -22,9 +22,11 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
+from urllib.parse import unquote_to_bytes
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.urls import Resolver404, resolve
 from django.utils import timezone
 from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field, WithJsonSchema
 from pydantic_core import PydanticCustomError
@@ -127,6 +129,64 @@ def storable_problem(value: str) -> Problem | None:
         except UnicodeEncodeError:
             return "invalid_unicode", "text must not contain unpaired surrogates"
     return None
+
+
+def undecodable_query(query_string: str) -> list[str]:
+    """The names of the parameters of a raw query string (``QUERY_STRING``, its bytes read
+    as latin-1 as PEP 3333 has them) whose percent-decoded name or value is not UTF-8, in
+    the query's order (each name decoded with U+FFFD for what is not UTF-8). Django decodes
+    them with replacement characters, so ``?dataset=%FF`` would read as the dataset
+    "\ufffd"."""
+    names: list[str] = []
+    for pair in query_string.encode("latin-1", "replace").split(b"&"):
+        raw_name, _, raw_value = pair.partition(b"=")
+        name_bytes = unquote_to_bytes(raw_name.replace(b"+", b" "))
+        value_bytes = unquote_to_bytes(raw_value.replace(b"+", b" "))
+        try:
+            name_bytes.decode("utf-8")
+            value_bytes.decode("utf-8")
+        except UnicodeDecodeError:
+            names.append(name_bytes.decode("utf-8", "replace"))
+    return names
+
+
+#: The WSGI environ key (PEP 3333: a server's own keys are lower case, with a prefix) that
+#: keeps PATH_INFO as the server gave it, the path's percent-decoded bytes read as latin-1:
+#: Django's WSGIRequest replaces PATH_INFO with its decoded text, in which the bytes of
+#: ``%FF`` (percent-encoded again) and of ``%25FF`` both read "%FF". Set by the ASGI
+#: entry point (memoryapp.wsgipool.wsgi_environ) and the WSGI one (memoryapp.wsgi).
+RAW_PATH_INFO = "memoryapp.raw_path_info"
+
+
+def undecodable_path(path_info: str) -> list[str]:
+    """The names of the URL parameters of a request path (``path_info``: the path's
+    percent-decoded bytes read as latin-1, as RAW_PATH_INFO keeps them) whose bytes are
+    not UTF-8, in the route's order; ``["path"]`` when no route's parameter holds them;
+    ``[]`` for a UTF-8 path. Django decodes such a path with U+FFFD (or, under WSGI,
+    percent-encodes the bad bytes again), so ``/datasets/%FF`` addressed the dataset
+    "\ufffd" (or "%FF")."""
+    raw = path_info.encode("latin-1", "replace")
+    if raw.isascii():
+        return []
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    else:
+        return []
+    # Each byte that is not UTF-8 becomes a lone surrogate (U+DC80-U+DCFF), which the
+    # routes' converters match as any other character: the parameters that hold one are
+    # those the bad bytes are in.
+    try:
+        match = resolve(raw.decode("utf-8", "surrogateescape"))
+    except Resolver404:
+        return ["path"]
+    names = [
+        name
+        for name, value in match.kwargs.items()
+        if isinstance(value, str) and any("\udc80" <= ch <= "\udcff" for ch in value)
+    ]
+    return names or ["path"]
 
 
 #: Unicode categories with no base character of their own: combining marks (Mn, Me),

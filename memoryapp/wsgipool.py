@@ -29,6 +29,9 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import unquote_to_bytes
+
+from memoryapp.validation import RAW_PATH_INFO
 
 logger = logging.getLogger(__name__)
 
@@ -267,12 +270,19 @@ def wsgi_environ(scope: dict[str, Any], body: bytes) -> dict[str, Any]:
     """The PEP 3333 environ of the ASGI HTTP ``scope`` whose whole ``body`` was read.
 
     As the ASGI spec maps them: the path relative to ``root_path`` (SCRIPT_NAME), both as
-    UTF-8 bytes read as latin-1; each header as ``HTTP_<NAME>`` (repeated headers joined
+    bytes read as latin-1; the path's bytes are those the client sent, percent-decoded from
+    ``raw_path`` when the server gives it: ``path`` has them decoded as UTF-8 with
+    U+FFFD for what is not UTF-8, so ``/datasets/%FF`` would address the dataset
+    "\ufffd" (memoryapp.api.params.undecodable_path refuses such a path); each header as ``HTTP_<NAME>`` (repeated headers joined
     with commas), but Content-Type as CONTENT_TYPE; CONTENT_LENGTH is the length of
     ``body`` (the body is whole here, however it was sent, chunked too).
     """
     script_name = scope.get("root_path", "").encode("utf8").decode("latin1")
-    path_info = scope["path"].encode("utf8").decode("latin1")
+    raw_path = scope.get("raw_path")
+    if raw_path is not None:
+        path_info = unquote_to_bytes(raw_path).decode("latin1")
+    else:
+        path_info = scope["path"].encode("utf8").decode("latin1")
     if script_name and path_info.startswith(script_name):
         path_info = path_info[len(script_name):]
     server = scope.get("server") or ("localhost", 80)
@@ -280,6 +290,7 @@ def wsgi_environ(scope: dict[str, Any], body: bytes) -> dict[str, Any]:
         "REQUEST_METHOD": scope["method"],
         "SCRIPT_NAME": script_name,
         "PATH_INFO": path_info,
+        RAW_PATH_INFO: path_info,
         "QUERY_STRING": scope["query_string"].decode("ascii"),
         "SERVER_PROTOCOL": f"HTTP/{scope['http_version']}",
         "SERVER_NAME": server[0],

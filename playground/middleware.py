@@ -10,6 +10,9 @@ from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect
 from django.shortcuts import render
 from django.urls import reverse
 
+from memoryapp.validation import RAW_PATH_INFO, undecodable_path, undecodable_query
+from playground.pages import bad_request
+
 
 class CanonicalIdsMiddleware:
     """A dashboard GET (or HEAD) whose path writes an id in capitals
@@ -68,3 +71,33 @@ class MethodNotAllowedPageMiddleware:
         if response.has_header("Allow"):
             page["Allow"] = response["Allow"]
         return page
+
+
+class UndecodableUrlMiddleware:
+    """A dashboard URL whose path or query string percent-decodes to bytes that are not
+    UTF-8 (``/dashboard/datasets/%FF/export/``, ``?dataset=%E9``) is answered 400 (the
+    400.html page naming the parameter: "dataset is not valid UTF-8"). Django decodes such
+    a URL with U+FFFD (or percent-encodes the path's bad bytes again), so it addressed the
+    dataset "\ufffd" or "%FF"; /v1 refuses the same URLs with ``invalid_unicode``
+    (memoryapp.api.params). The path is checked first, then the query string."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_view(
+        self, request: HttpRequest, view: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> HttpResponse | None:
+        match = request.resolver_match
+        if match is None or "playground" not in match.namespaces:
+            return None
+        path_info = request.META.get(RAW_PATH_INFO, "")
+        query = request.META.get("QUERY_STRING", "")
+        names = (undecodable_path(path_info) if not path_info.isascii() else []) or (
+            undecodable_query(query) if query else []
+        )
+        if not names:
+            return None
+        return bad_request(request, f"{names[0]} is not valid UTF-8")

@@ -17,13 +17,28 @@ from typing import Any, cast
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
+from django.test import Client, RequestFactory
 
 from memoryapp import working
 from memoryapp.models import ApiKey, Membership, Project, Thread
+from memoryapp.validation import RAW_PATH_INFO
 from tests.factories import ProjectFactory, make_membership, make_project, make_user
 
 BASE = "/v1/memory/working"
+
+_base_environ = RequestFactory._base_environ  # type: ignore[attr-defined]
+
+
+def _server_environ(self: RequestFactory, **request: Any) -> dict[str, Any]:
+    # The test client's environ as the servers' entry points (memoryapp.wsgi,
+    # memoryapp.wsgipool) build it: the path's bytes kept beside Django's decoded
+    # PATH_INFO, so the checks of memoryapp.validation.undecodable_path run in tests too.
+    environ = _base_environ(self, **request)
+    environ.setdefault(RAW_PATH_INFO, environ["PATH_INFO"])
+    return dict(environ)
+
+
+RequestFactory._base_environ = _server_environ  # type: ignore[attr-defined]
 
 
 @dataclass

@@ -370,3 +370,50 @@ def test_a_thread_moves_dataset_only_until_it_has_long_term_memory(
         "threadsDeleted": 1, "messagesDeleted": 1, "episodesDeleted": 1, "factsDeleted": 1,
         "entitiesDeleted": 2,
     }
+
+
+@pytest.mark.parametrize("segment", ["%FF", "%ED%A0%80", "%E9", "caf%E9", "a%FFb/c"])
+def test_a_dataset_path_that_is_not_utf8_is_refused_not_read_as_u_fffd(
+    api: Api, anon_api: Api, segment: str
+) -> None:
+    """Tester item 4: ``%FF``, ``%ED%A0%80`` (an encoded surrogate) and Latin-1 ``%E9``
+    decoded to U+FFFD and addressed the dataset "\\ufffd": DELETE deleted its thread.
+    Now 400 naming ``dataset``, after the key is checked; the dataset is kept."""
+    bad = api.create_thread(dataset="\ufffd")["threadId"]
+    literal = api.create_thread(dataset="%FF")["threadId"]
+    refused = {
+        "error": "Validation error",
+        "issues": [{"path": ["dataset"], "message": "dataset is not valid UTF-8", "code": "invalid_unicode"}],
+    }
+    for resp in (api.get(f"{URL}/{segment}/export"), api.delete(f"{URL}/{segment}"), api.delete(f"{URL}/{segment}/export")):
+        assert (resp.status_code, resp.json()) == (400, refused)
+    assert anon_api.delete(f"{URL}/{segment}").status_code == 401
+    assert sorted(Thread.objects.values_list("dataset", flat=True)) == ["%FF", "\ufffd"]
+    # The same names in UTF-8 still address their datasets.
+    assert _export(api, "%EF%BF%BD")["threads"][0]["threadId"] == bad
+    assert _export(api, "%25FF")["threads"][0]["threadId"] == literal
+
+
+def test_an_agent_name_in_a_path_that_is_not_utf8_is_refused(api: Api) -> None:
+    refused = [{"path": ["agent_name"], "message": "agent_name is not valid UTF-8", "code": "invalid_unicode"}]
+    for resp in (
+        api.get("/v1/memory/agents/%FF"),
+        api.get("/v1/memory/agents/caf%E9/tools"),
+        api.delete("/v1/memory/agents/%E9"),
+        api.client.put(
+            "/v1/memory/agents/%ED%A0%80", '{"systemPrompt": "x"}', "application/json", headers=api._headers(None)
+        ),
+    ):
+        assert (resp.status_code, resp.json()["issues"]) == (400, refused)
+    assert api.get("/v1/memory/agents/caf%C3%A9").json() == {"error": "Agent not found"}
+
+
+def test_the_dashboard_refuses_a_url_that_is_not_utf8(client: Client, project: Project, two: tuple[Built, Built]) -> None:
+    client.force_login(User.objects.get(username="owner"))
+    resp = client.get("/dashboard/datasets/%FF/export/", {"projectId": project.pk})
+    assert bad_request_text(resp) == "dataset is not valid UTF-8"
+    resp = client.get(f"/dashboard/memory/dataset/?projectId={project.pk}&dataset=%E9")
+    assert bad_request_text(resp) == "dataset is not valid UTF-8"
+    resp = client.get(f"/dashboard/threads/?projectId={project.pk}&dataset=bo%FF")
+    assert bad_request_text(resp) == "dataset is not valid UTF-8"
+    assert client.get("/dashboard/datasets/bob/export/", {"projectId": project.pk}).status_code == 200

@@ -15,6 +15,7 @@ from asgiref.testing import ApplicationCommunicator
 from memoryapp import wsgipool
 from memoryapp.asgi import http_application
 from memoryapp.models import ApiKey, Message, Project, Thread
+from memoryapp.validation import RAW_PATH_INFO
 from memoryapp.wsgipool import PooledWsgi, wsgi_environ
 from tests.test_asgi import TIMEOUT, _scope
 
@@ -216,3 +217,29 @@ async def test_the_inline_handler_is_asked_first_unless_the_server_is_crowded(cr
         assert (asked, bodies, len(pool_threads)) == ([], [b"from the pool", b"from the pool"], 2)
     else:
         assert (asked, bodies, len(pool_threads)) == (["/mine", "/other"], [b"inline", b"from the pool"], 1)
+
+
+def test_the_environ_keeps_the_bytes_of_a_path_that_is_not_utf8() -> None:
+    """uvicorn's ``path`` has ``%FF`` as U+FFFD, which addressed the dataset "\\ufffd"
+    (tester item 4): PATH_INFO is the bytes of ``raw_path``, and RAW_PATH_INFO keeps them
+    past Django's WSGIRequest, which replaces PATH_INFO."""
+    scope = {
+        **_scope("DELETE", "/app/v1/memory/datasets/\ufffd/caf\u00e9"),
+        "raw_path": b"/app/v1/memory/datasets/%FF/caf%C3%A9",
+        "root_path": "/app",
+    }
+    environ = wsgi_environ(scope, b"")
+    assert (environ["SCRIPT_NAME"], environ["PATH_INFO"]) == ("/app", "/v1/memory/datasets/\u00ff/caf\u00c3\u00a9")
+    assert environ[RAW_PATH_INFO] == "/v1/memory/datasets/\u00ff/caf\u00c3\u00a9"
+    # A server that gives no raw_path: the decoded path, as before.
+    del scope["raw_path"]
+    assert wsgi_environ(scope, b"")["PATH_INFO"] == "/v1/memory/datasets/\u00ef\u00bf\u00bd/caf\u00c3\u00a9"
+
+
+def test_the_wsgi_entry_point_keeps_the_path_as_the_server_gave_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memoryapp import wsgi
+
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(wsgi, "_django", lambda environ, start_response: seen.update(environ) or [b""])
+    wsgi.application({"PATH_INFO": "/v1/memory/datasets/\u00ff"}, None)
+    assert seen[RAW_PATH_INFO] == "/v1/memory/datasets/\u00ff"

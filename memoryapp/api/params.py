@@ -6,7 +6,9 @@ everything else in it: ``POST .../prepare?messageLimit=5`` answered the default 
 (messageLimit is a body field, spec 002), ``GET /semantic/facts?threadId=`` every fact, and
 ``?limit=5&limit=6`` took the last value. ``query_check`` wraps every operation of the API
 and answers such a request 400 naming the parameter, after the key was checked (as ninja
-checks the key before it validates parameters) and before anything else runs.
+checks the key before it validates parameters) and before anything else runs. A query
+string or path whose percent-decoded bytes are not UTF-8 is refused the same way
+(``invalid_unicode``), naming the parameter that holds them.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import typing
 from collections.abc import Callable, Iterable
 from functools import wraps
 from typing import Any
-from urllib.parse import unquote_to_bytes
 
 from django.http import HttpRequest, QueryDict
 from django.http.response import HttpResponseBase
@@ -25,6 +26,7 @@ from ninja.params.models import BodyModel, QueryModel
 from pydantic import BaseModel
 
 from memoryapp.errors import InvalidInput
+from memoryapp.validation import RAW_PATH_INFO, undecodable_path, undecodable_query
 
 Run = Callable[..., HttpResponseBase]
 
@@ -90,20 +92,21 @@ def undecodable(query_string: str) -> list[dict[str, Any]]:
     """The issues of a raw query string (``QUERY_STRING``) whose percent-decoded names or
     values are not UTF-8 (``invalid_unicode``, as the same text in a JSON body is): Django
     decodes them with replacement characters, so ``?dataset=%FF`` read as the dataset
-    "\ufffd" and answered an empty list. Each issue's path is the parameter's name."""
-    issues: list[dict[str, Any]] = []
-    # The environ holds the query's bytes as latin-1 (PEP 3333).
-    for pair in query_string.encode("latin-1", "replace").split(b"&"):
-        raw_name, _, raw_value = pair.partition(b"=")
-        name_bytes = unquote_to_bytes(raw_name.replace(b"+", b" "))
-        value_bytes = unquote_to_bytes(raw_value.replace(b"+", b" "))
-        try:
-            name_bytes.decode("utf-8")
-            value_bytes.decode("utf-8")
-        except UnicodeDecodeError:
-            name = name_bytes.decode("utf-8", "replace")
-            issues.append({"path": [name], "message": f"{name} is not valid UTF-8", "code": "invalid_unicode"})
-    return issues
+    "\ufffd" and answered an empty list. Each issue's path is the parameter's name
+    (memoryapp.validation.undecodable_query)."""
+    return [_invalid_unicode(name) for name in undecodable_query(query_string)]
+
+
+def undecodable_path_issues(path_info: str) -> list[dict[str, Any]]:
+    """The issues of a request path (memoryapp.validation.RAW_PATH_INFO) whose
+    percent-decoded bytes are not UTF-8 (``invalid_unicode``): ``/datasets/%FF`` addressed
+    the dataset "\ufffd" (or "%FF"). Each issue's path is the path parameter's name, such
+    as ``dataset`` or ``agent_name`` (memoryapp.validation.undecodable_path)."""
+    return [_invalid_unicode(name) for name in undecodable_path(path_info)]
+
+
+def _invalid_unicode(name: str) -> dict[str, Any]:
+    return {"path": [name], "message": f"{name} is not valid UTF-8", "code": "invalid_unicode"}
 
 
 def _unknown(name: str, names: frozenset[str], body: frozenset[str]) -> str:
@@ -118,7 +121,8 @@ def query_check(run: Run) -> Run:
     """A ``view``-mode decorator (``NinjaAPI.add_decorator``, which in that mode wraps
     each bound operation's ``run``) of ``run``, a bound Operation.run.
 
-    A request whose query string query_issues or undecodable finds fault with is
+    A request whose path undecodable_path_issues, or whose query string query_issues or
+    undecodable, finds fault with is
     authenticated as the operation would (a missing key stays 401, a spent one 429) and
     then answered 400 ``Validation error`` with those issues; more query parameters than Django parses is
     answered by the API's handler (400 ``too_many_parameters``); any other request runs
@@ -129,14 +133,17 @@ def query_check(run: Run) -> Run:
 
     @wraps(run)
     def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        # Most requests have no query string at all: nothing to check.
-        if not request.META.get("QUERY_STRING"):
+        path_info = request.META.get(RAW_PATH_INFO, "")
+        # Most requests have no query string at all and an ASCII path: nothing to check.
+        if not request.META.get("QUERY_STRING") and path_info.isascii():
             return run(request, *args, **kwargs)
-        try:
-            issues = query_issues(request.GET, names, lists, body)
-        except Exception as exc:  # more parameters than Django parses (TooManyFieldsSent)
-            return operation.api.on_exception(request, exc)
-        issues += undecodable(request.META["QUERY_STRING"])
+        issues = undecodable_path_issues(path_info)
+        if request.META.get("QUERY_STRING"):
+            try:
+                issues += query_issues(request.GET, names, lists, body)
+            except Exception as exc:  # more parameters than Django parses (TooManyFieldsSent)
+                return operation.api.on_exception(request, exc)
+            issues += undecodable(request.META["QUERY_STRING"])
         if not issues:
             return run(request, *args, **kwargs)
         refused = operation._run_checks(request)
