@@ -168,14 +168,18 @@ class MemberAddForm(_NoColon, forms.Form):
 class ApiKeyCreateForm(_NoColon, forms.Form):
     """A new API key's name (the secret is generated, shown once, never stored)."""
 
-    name = forms.CharField(max_length=100, strip=True, help_text="To tell keys apart, e.g. production.")
+    name = forms.CharField(
+        max_length=100, strip=True, validators=VISIBLE_TEXT, help_text="To tell keys apart, e.g. production."
+    )
 
 
 class ProjectSettingsForm(_NoColon, forms.ModelForm):
     """The project's name and its idle time (issue 8 item 1): minutes of silence after
     which a thread is ended as POST .../end would (0 off, empty the server's
-    MEMORY_AUTO_END_IDLE_MINUTES, at most IDLE_MINUTES_MAX)."""
+    MEMORY_AUTO_END_IDLE_MINUTES, at most IDLE_MINUTES_MAX). The name by the rule of a
+    new project's (ProjectCreateForm): not blank, so never invisible in the menu."""
 
+    name = forms.CharField(max_length=200, strip=True, validators=VISIBLE_TEXT)
     auto_end_idle_minutes = forms.IntegerField(
         required=False,
         min_value=0,

@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from memoryapp import notes, projects, working
 from memoryapp.models import (
+    ApiKey,
     Membership,
     MemoryNote,
     Message,
@@ -197,3 +198,31 @@ def test_logged_out_visitors_are_sent_to_log_in(db: None) -> None:
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("playground:login"))
     assert not Project.objects.filter(name="X").exists()
+
+
+@pytest.mark.parametrize("blank", ["\u200b", " \u2060\ufeff ", "\u0301", "\u3000\u200d"])
+def test_every_dashboard_name_field_refuses_a_blank_name(world: World, blank: str) -> None:
+    """Tester item 5: settings saved the project name "\\u200b" (302; the project went
+    invisible in the menu) and the keys page created a key with that name, while "New
+    project" said "Must not be blank.". Every name field now says it, with a 400, and
+    nothing is saved."""
+    client = world.client(world.owner)
+    pk = world.project.pk
+    name_before = world.project.name
+    keys_before = ApiKey.objects.count()
+    cases = [
+        (reverse("playground:settings") + f"?projectId={pk}", {"name": blank, "auto_end_idle_minutes": ""}, "settings-form"),
+        (reverse("playground:keys") + f"?projectId={pk}", {"name": blank}, "key-create-form"),
+        (reverse("playground:project-create"), {"name": blank}, "project-create-form"),
+    ]
+    for path, data, form in cases:
+        response = client.post(path, data)
+        assert (response.status_code, field_errors(response, form)) == (400, ["Must not be blank."]), path
+    world.project.refresh_from_db()
+    assert world.project.name == name_before
+    assert ApiKey.objects.count() == keys_before
+    # A visible name with invisible characters around it is still a name.
+    response = client.post(reverse("playground:settings") + f"?projectId={pk}", {"name": "\u200bAcme 2", "auto_end_idle_minutes": ""})
+    assert response.status_code == 302
+    world.project.refresh_from_db()
+    assert world.project.name == "\u200bAcme 2"
