@@ -113,11 +113,10 @@ def _threads_response(
     labels = selectors.thread_openers(threads=threads)
     context: dict[str, Any] = {
         "project": project,
-        # Real messages: every row but the summaries, one per compaction run.
-        "rows": [
-            {"thread": t, "messages": t.message_total - t.compaction_count, "label": labels[t.pk]}
-            for t in threads
-        ],
+        # Each thread's count is message_total, every row (the API's totalMessages and
+        # the thread page's "All rows"): the list said "Messages" for a count without the
+        # summaries, 200 where the API said 221.
+        "rows": [{"thread": t, "label": labels[t.pk]} for t in threads],
         "nav": "threads",
         "filters": filters,
         "dataset": dataset or "",

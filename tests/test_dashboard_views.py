@@ -354,8 +354,14 @@ def test_it_lists_threads_with_counts(world: World) -> None:
     assert response.status_code == 200
     rows = tree(response).by_testid("thread-row")
     assert [r.attrs["data-thread-id"] for r in rows] == [str(world.thread.pk)]
-    assert rows[0].by_testid("thread-message-count")[0].full_text() == "2"
+    # All rows, as the API's totalMessages and the thread page's "All rows": the two
+    # messages and the compaction's summary.
+    assert rows[0].by_testid("thread-message-count")[0].full_text() == "3"
     assert rows[0].by_testid("thread-compaction-count")[0].full_text() == "1"
+    total = tree(world.client(world.member).get(url("playground:thread", world.project, world.thread.pk)))
+    assert total.by_testid("stat-total")[0].full_text() == "3"
+    headings = [n.full_text() for n in tree(response).all(lambda n: n.tag == "th")]
+    assert headings[3] == "All rows"
 
 
 def test_it_filters_threads_by_dataset_and_tag(world: World) -> None:
@@ -695,7 +701,7 @@ def test_it_shows_timestamps_short_with_the_full_time_in_the_title(world: World)
     assert activity.full_text() == "2024-05-06"
     # Labels for the stacked rows of narrow screens.
     labels = [c.attrs.get("data-label") for c in row.children if c.tag == "td"]
-    assert labels == [None, None, None, "Messages", "Compactions", None, None]
+    assert labels == [None, None, None, "All rows", "Compactions", None, None]
 
 
 def test_it_renders_only_the_messages_partial_for_htmx(world: World) -> None:

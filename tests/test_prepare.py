@@ -306,3 +306,17 @@ def test_it_reads_the_tail_as_a_range_above_the_summary(api: Api, project: Proje
         assert "sequence_number > " in plan and "sequence_number < " in plan, plan
     else:
         assert "(thread_id=? AND sequence_number>? AND sequence_number<?)" in plan, plan
+
+
+def test_message_count_is_the_un_compacted_messages_not_the_window(api: Api, project: Project) -> None:
+    """Tester item 6a, as README.md and docs/api.md now define it (spec 002): 30
+    un-compacted messages under messageLimit 5 give the newest 5, messageCount 30,
+    truncated true; after a fold of 20, the summary (first) is not counted."""
+    thread = bulk_thread(project, ordinary=30, folded=0)
+    body = api.post(url(str(thread.pk)), {"messageLimit": 5}).json()
+    assert [m["content"] for m in body["messages"]] == ["m26", "m27", "m28", "m29", "m30"]
+    assert (body["messageCount"], body["truncated"], body["compacted"]) == (30, True, False)
+    folded = bulk_thread(project, ordinary=30, folded=20)
+    body = api.post(url(str(folded.pk)), {"messageLimit": 5}).json()
+    assert [m["content"] for m in body["messages"]] == ["summary of m1..m20", "m26", "m27", "m28", "m29", "m30"]
+    assert (body["messageCount"], body["truncated"], body["compacted"]) == (10, True, True)

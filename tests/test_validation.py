@@ -231,3 +231,27 @@ def test_every_string_field_words_a_length_error_as_a_string() -> None:
                         if err["loc"][:1] == (field,) and err["type"] in ("too_short", "too_long")
                     ]
     assert worded_as_lists == []
+
+
+def test_the_published_schema_describes_the_whole_api_in_plain_words(api: Api) -> None:
+    """Tester item 6: the description covered only working memory, the compact operation
+    read "Compact now (keepLast 0)", and recall's limit and prepare's messageCount were
+    not defined."""
+    document = api.get("/v1/openapi.json").json()
+    description = document["info"]["description"]
+    for part in ("Working memory:", "Long-term memory:", "Agents:", "Datasets:"):
+        assert part in description
+    paths = document["paths"]
+    assert paths["/v1/memory/working/threads/{thread_id}/compact"]["post"]["summary"] == (
+        "Compact every un-compacted message now"
+    )
+    summaries = [op["summary"] for ops in paths.values() for op in ops.values()]
+    assert not [s for s in summaries if "keepLast" in s]
+    schemas = document["components"]["schemas"]
+    assert schemas["RecallIn"]["properties"]["limit"]["description"] == (
+        "Per list: episodes, facts and raw each hold up to this many items "
+        "(entities are those the returned facts name)."
+    )
+    assert schemas["PrepareOut"]["properties"]["messageCount"]["description"].startswith(
+        "Un-compacted, non-summary messages in the thread (spec 002)"
+    )

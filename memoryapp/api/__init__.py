@@ -50,8 +50,13 @@ api = MemoryApi(
     title="Memory service",
     version="1",
     description=(
-        "Working memory for LLM chat agents: threads, messages with server-assigned "
-        "sequence numbers, the LLM-ready context window (prepare) and rolling compaction."
+        "Memory for LLM chat agents. Working memory: threads, messages with server-assigned "
+        "sequence numbers, the LLM-ready context window (prepare) and rolling compaction. "
+        "Long-term memory: ending a thread's chunk makes an episode and extracts facts about "
+        "the entities it names; recall searches episodes, facts and raw messages of a dataset. "
+        "Agents: named configurations (system prompt, memory tools, compaction budget) whose "
+        "threads keep memory notes. Datasets: export everything stored for one, or delete it. "
+        "Every route takes the project's API key as a Bearer token."
     ),
     auth=ApiKeyAuth(),
     urls_namespace="v1",

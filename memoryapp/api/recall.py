@@ -49,7 +49,19 @@ class RecallIn(Schema):
         "facts",
         "raw",
     ]
-    limit: Annotated[int, Field(strict=True, ge=1, le=recall_domain.LIMIT_MAX), INTEGRAL] = 10
+    limit: Annotated[
+        int,
+        Field(
+            strict=True,
+            ge=1,
+            le=recall_domain.LIMIT_MAX,
+            description=(
+                "Per list: episodes, facts and raw each hold up to this many items "
+                "(entities are those the returned facts name)."
+            ),
+        ),
+        INTEGRAL,
+    ] = 10
     threadId: CanonicalUuid | None = None
     messageRange: MessageRangeIn | None = None
     includeInvalidated: Annotated[bool, Field(strict=True)] = False

@@ -338,9 +338,14 @@ class PrepareOut(_Out):
     threadId: str
     dataset: str
     messages: list[ContextMessageOut]
-    messageCount: int
-    truncated: bool
-    compacted: bool
+    messageCount: int = Field(
+        description=(
+            "Un-compacted, non-summary messages in the thread (spec 002), not the length of "
+            "messages: 30 of them with messageLimit 5 give 5 messages and messageCount 30."
+        )
+    )
+    truncated: bool = Field(description="messageCount > messageLimit.")
+    compacted: bool = Field(description="A compact summary is present, first in messages.")
     warning: str | None = None
 
 

@@ -235,7 +235,7 @@ def prepare_answer(*, thread_id: str, project: Project, payload: PrepareIn | Non
 @router.post(
     "/threads/{thread_id}/compact",
     response={200: CompactOut | NothingToCompactOut, 502: ErrorOut, **ERRORS},
-    summary="Compact now (keepLast 0)",
+    summary="Compact every un-compacted message now",
 )
 def compact(request: HttpRequest, thread_id: str) -> dict[str, Any]:
     """Folds every un-compacted message into the rolling summary; makes a model call."""
