@@ -10,7 +10,11 @@ measure how many survive. One definition, so the three agree.
   ``Mary's Primary School``); a trailing possessive ``'s`` is dropped, one inside the
   name stays as written. A sentence's (or clause's: after a colon, quote, bracket or bullet) first word
   is capitalised anyway, so it counts only when the same word is written capitalised
-  inside a sentence too, in the text or in ``known`` (the rest of its run still counts).
+  inside a sentence too, in the text or in ``known`` (the rest of its run still counts),
+  and never when it is a common word (memoryapp.stopwords.SENTENCE_OPENERS: "No",
+  "The", "So", "Yesterday"); neither does such a word right after a closing bracket
+  ("[offline model] No language model...": a label, then the sentence). Elsewhere a
+  capitalised common word is a name ("I met Will").
 - **number**: digits with inner ``.,:/`` (``30,000``, ``10:30``, ``3.5``), with a
   currency sign before (``$300``) or a ``%`` after, as written, or a code of capitals
   and digits (``TP1350``); not the digits of a date nor digits inside a word.
@@ -26,6 +30,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from memoryapp.stopwords import SENTENCE_OPENERS
 
 # A sentence ends at . ! ? and a space, except after a title or an initial ("Dr. Smith",
 # "J. Smith", "e.g. this"): used by the offline summariser too, so one sentence is never
@@ -58,6 +64,14 @@ _NOT_NAMES = frozenset(["OK", "Ok"])
 _TITLES = frozenset(["Mr", "Mrs", "Ms", "Dr", "Prof", "Sir", "St", "Mt", "Ft"])
 # What opens a clause as a sentence does: after it a capital says nothing.
 _CLAUSE_OPENER = re.compile(r"[:;\"\u201c(\[]|^\s*[-*\u2022]\s")
+# A closing bracket ends a label ("[offline model] No ..."): a common word after it
+# opens the sentence that follows.
+_AFTER_BRACKET = re.compile(r"[)\]]\s*$")
+
+
+def _is_common(word: str) -> bool:
+    """True for a word that opens sentences without naming anything (SENTENCE_OPENERS)."""
+    return word.lower().replace("\u2019", "'") in SENTENCE_OPENERS
 
 
 @dataclass(frozen=True)
@@ -98,10 +112,11 @@ def _runs(sentence: str) -> list[tuple[bool, list[str]]]:
         previous_end = match.end()
         initial = first or bool(_CLAUSE_OPENER.search(gap))
         first = False
-        if run and (gap.strip() or initial or not _is_capital(word)):
+        common = (initial or bool(_AFTER_BRACKET.search(gap))) and _is_common(word)
+        if run and (gap.strip() or initial or common or not _is_capital(word)):
             runs.append((opens, _closed(run)))
             run = []
-        if word in _TITLES or not _is_capital(word):
+        if word in _TITLES or common or not _is_capital(word):
             continue
         if not run:
             opens = initial

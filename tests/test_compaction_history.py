@@ -421,3 +421,42 @@ def test_a_name_with_an_abbreviation_or_a_possessive_survives_as_written(
     before: str, after: str, dropped: list[str]
 ) -> None:
     assert salient.dropped_by_kind(before=[before], after=after)["names"] == dropped
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        # Tester item 7b: the offline reply's sentence after its bracketed label.
+        ("[offline model] No language model is set up, so this reply is canned.", []),
+        # Common words open sentences and clauses without naming anything, even when the
+        # same word is written capitalised inside a sentence elsewhere.
+        ("No. So it goes. Yes: Then we left. I said No to that.", ["No"]),
+        ("Yesterday Karen called. Later, Karen left. Thanks, Karen!", ["Karen"]),
+        ('He said "Maybe" and we walked down Well Street.', ["Well Street"]),
+        # A name opening a sentence counts once it is written inside one too.
+        ("Karen called. I phoned Karen back.", ["Karen"]),
+        ("Will called. I met Will at noon.", ["Will"]),
+        # Inside a sentence a capitalised common word is a name; after a label, a name
+        # that is not a common word still is.
+        ("[note] Karen called about the car. We met Karen.", ["Karen"]),
+    ],
+)
+def test_a_common_word_opening_a_sentence_is_not_a_name(text: str, names: list[str]) -> None:
+    assert sorted(salient.terms(text).names) == names
+
+
+def test_the_offline_reply_drops_no_name_when_folded() -> None:
+    """What the compaction history showed as "Dropped 1: No": the offline reply's "No"
+    read as a name. Karen, who opens her sentence, is still reported when a summary loses
+    her (another message writes her inside a sentence)."""
+    before = [
+        "Karen called about the car.",
+        "[offline model] No language model is set up. Ask the operator to set one.",
+        "Did you call Karen back?",
+    ]
+    assert salient.dropped_by_kind(before=before, after="- A call about a car.") == {
+        "names": ["Karen"],
+        "dates": [],
+        "numbers": [],
+    }
+    assert salient.dropped_by_kind(before=before, after="- Karen called about the car.")["names"] == []
