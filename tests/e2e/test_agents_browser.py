@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -98,7 +99,7 @@ def test_it_defines_an_agent_remembers_offline_and_ends_on_the_memories_surface(
 
 
 def test_an_agents_playground_turn_gets_its_whole_window_and_the_xray_shows_it(
-    owner: Owner, live_url: str, new_page: Any
+    owner: Owner, live_url: str, new_page: Any, output_dir: Path
 ) -> None:
     # The playground used to send messageLimit 20 on every thread: an agent's turn with 30
     # messages since its checkpoint saw the last 20. The control is disabled there, says
@@ -116,6 +117,18 @@ def test_an_agents_playground_turn_gets_its_whole_window_and_the_xray_shows_it(
         "An agent's thread: each turn gets the agent's whole window, its checkpoint and every "
         "message since (at most 200), so there is no limit to set."
     )
+    # Its placeholder fits its box: it read "whole win" in a box sized for a number.
+    fit = page.get_by_test_id("chat-message-limit").evaluate(
+        """el => {
+            const style = getComputedStyle(el);
+            const ctx = document.createElement("canvas").getContext("2d");
+            ctx.font = `${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+            const room = el.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+            return {text: el.placeholder, need: ctx.measureText(el.placeholder).width, room: room};
+        }"""
+    )
+    assert fit["text"] == "whole window" and fit["need"] <= fit["room"], fit
+    page.locator("[aria-labelledby=turn-settings-heading]").screenshot(path=str(output_dir / "agent-message-limit.png"))
     send_turn(page, "Where were we?")
     expect(page.locator("#chat-pending li")).to_have_count(0, timeout=TURN_TIMEOUT_MS)
     turn = Turn.objects.get(thread=thread)
