@@ -31,7 +31,8 @@ from tests.factories import make_membership, make_user
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
-REDIS_DB = 2
+# TEST_REDIS_DB: another Redis db for a run beside others on one machine.
+REDIS_DB = int(os.environ.get("TEST_REDIS_DB", "2"))
 CLIENTS = 8
 CALLS_PER_CLIENT = 40
 PLAIN_THREADS = 4
