@@ -204,3 +204,77 @@ def test_an_ended_state_ends_only_a_job_it_names(project: Project, clock: Clock)
 def test_meta_chatter_gives_no_facts(project: Project, clock: Clock) -> None:
     _told(project, clock, "2025-01-10T10:00:00Z", *(f"parallel message number {n} about my dog and job" for n in range(1, 8)))
     assert _current(project) == set()
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        # Promoted, by whoever employs one: the new title (or "promoted" without one).
+        ("They promoted me to senior engineer.", [("They promoted the user to senior engineer.", "job", "senior engineer")]),
+        (
+            "My company promoted me to team lead in March.",
+            [("The user's company promoted the user to team lead in March.", "job", "team lead")],
+        ),
+        ("I got a promotion to head chef!", [("The user got a promotion to head chef!", "job", "head chef")]),
+        ("I finally got a promotion at work.", [("The user finally got a promotion at work.", "job", "promoted")]),
+        ("Acme promoted me last week.", [("Acme promoted the user last week (the week before 11 March 2026).", "job", "promoted")]),
+        # Let go by the employer: a lost job, an event.
+        ("They laid me off last week.", [("They laid the user off last week (the week before 11 March 2026).", "job", "lost job")]),
+        ("My boss fired me.", [("The user's boss fired the user.", "job", "lost job")]),
+        ("The hospital let me go in January.", [("The hospital let the user go in January.", "job", "lost job")]),
+        ("They made me redundant.", [("They made the user redundant.", "job", "lost job")]),
+        # Retirement said otherwise than "I retired".
+        ("I took early retirement last year.", [("The user took early retirement last year (2025).", "job", "retired")]),
+        ("I've been retired since 2019.", [("The user has been retired since 2019.", "job", "retired")]),
+        # Not (yet) a change: a hope, a fear, a plan, a negation, someone else's job.
+        ("I hope to get promoted soon.", [("The user hopes to get promoted soon.", "", "")]),
+        ("I didn't get the promotion.", [("The user didn't get the promotion.", "", "")]),
+        ("I wasn't promoted.", [("The user wasn't promoted.", "", "")]),
+        ("I'm afraid they'll lay me off.", []),
+        ("I might get laid off.", [("The user might get laid off.", "", "")]),
+        ("I almost got fired.", [("The user almost got fired.", "", "")]),
+        ("I'm thinking about retiring.", [("The user is thinking about retiring.", "", "")]),
+        ("I plan to retire next year.", [("The user plans to retire next year (2027).", "", "")]),
+        ("They were nice to me.", []),
+    ],
+)
+def test_it_reads_job_changes_others_make_and_retirement(content: str, expected: list[tuple[str, str, str]]) -> None:
+    assert _facts(content) == expected
+
+
+def test_a_job_change_by_the_employer_is_an_event_only_when_lost() -> None:
+    """And it is the speaker's, never the employer's ("Acme promoted me" was Acme's)."""
+
+    def events(content: str) -> list[tuple[str, bool, tuple[str, ...]]]:
+        message = TranscriptMessage(sequence_number=1, role="user", content=content, created_at=WHEN)
+        facts = extract_episode([message]).facts
+        assert {f.subject for f in facts} == {"user"}
+        return [(f.value, f.event, f.retires) for f in facts]
+
+    assert events("They laid me off last week.") == [("lost job", True, ("works at",))]
+    assert events("Acme promoted me.") == [("promoted", False, ())]
+    assert events("I took early retirement.") == [("retired", False, ("works at",))]
+    assert events("They promoted me to senior engineer.") == [("senior engineer", False, ())]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "stale", "kept"),
+    [
+        ("I'm an engineer at Acme.", "They promoted me to senior engineer.", "The user is an engineer at Acme.", "The user works at Acme."),
+        ("I'm a cook at Nopa.", "I got a promotion to head chef!", "The user is a cook at Nopa.", "The user works at Nopa."),
+        ("I work at Acme as a nurse.", "My company laid me off.", "The user works at Acme.", ""),
+        ("I work as a teacher.", "I took early retirement last year.", "The user works as a teacher.", ""),
+        ("I work at the bank.", "They let me go in January.", "The user works at the bank.", ""),
+    ],
+)
+def test_a_job_change_replaces_the_job_state(
+    project: Project, clock: Clock, before: str, after: str, stale: str, kept: str
+) -> None:
+    _told(project, clock, "2025-01-10T10:00:00Z", before)
+    _told(project, clock, "2025-08-16T09:00:00Z", after)
+    current = _current(project)
+    assert stale not in current
+    if kept:
+        assert kept in current
+    old = Fact.objects.get(text=stale)
+    assert old.invalidated_by is not None and old.invalidated_by.source_message_ids != old.source_message_ids

@@ -334,6 +334,11 @@ def _p(
 _ENDS_EMPLOYMENT = ("works at",)
 #: Leaving a named place of work ends the employment and the title held there.
 _LEFT_EMPLOYER = ("works at", "job")
+# Who employs the speaker, as the subject of what happened to the job ("my company laid me off").
+_EMPLOYER_SUBJECT = (
+    r"(?:(?:my|our|the) (?:company|employer|boss|manager|firm|work|job|school|hospital|bank|agency|team|"
+    r"supervisor|office|store|restaurant|startup)|(?-i:[A-Z][\w&'-]*(?: [A-Z][\w&'-]*)?))"
+)
 # Taking up a job somewhere: "got a job at", "landed a position with", "started working for".
 _JOB_NOUN = r"(?:(?:new |first |full-time |part-time |summer )?(?:job|position|role|internship|post|gig))"
 
@@ -513,7 +518,24 @@ _PATTERNS = [
         fixed="lost job",
         retires=_ENDS_EMPLOYMENT,
     ),
+    # Let go by the employer: "they laid me off", "my company made me redundant".
+    _p(
+        rf"\b(?:they|{_EMPLOYER_SUBJECT})(?: (?:just|recently|finally|eventually))? (?:laid me off|let me go|"
+        r"fired me|sacked me|made me redundant)\b",
+        "job",
+        single=True,
+        fixed="lost job",
+        retires=_ENDS_EMPLOYMENT,
+    ),
     _p(rf"{_I}{_HAVE} retired\b", "job", single=True, fixed="retired", retires=_ENDS_EMPLOYMENT),
+    _p(
+        rf"{_I}{_HAVE} (?:took|taken|went into|gone into|opted for|accepted) (?:an? )?(?:early |voluntary )?retirement\b"
+        r"|\bI(?:'ve| have) been (?:happily |officially )?retired\b",
+        "job",
+        single=True,
+        fixed="retired",
+        retires=_ENDS_EMPLOYMENT,
+    ),
     _p(
         rf"\bI(?:'m| am) (?:no longer (?:a|an) {_MODIFIERS}(?:{_OCCUPATION_WORDS})|not (?:a|an) "
         rf"{_MODIFIERS}(?:{_OCCUPATION_WORDS}) (?:anymore|any more|any longer))\b",
@@ -526,7 +548,23 @@ _PATTERNS = [
         "job",
         single=True,
     ),
+    # Promoted by the employer, or a promotion got: "they promoted me to team lead", "I got
+    # a promotion to manager" (the new title), "I got a promotion at work" (promoted).
+    _p(
+        rf"(?:\b(?:they|{_EMPLOYER_SUBJECT})(?: (?:just|recently|finally|officially))? promoted me|"
+        rf"{_I}{_HAVE} (?:got|received|earned|was given|been given) (?:a|my|the|that) (?:big |long-awaited )?promotion)"
+        r" to (?:a |an |the )?(?:role of |position of )?" + _VALUE,
+        "job",
+        single=True,
+    ),
     _p(rf"{_I}{_HAVE} (?:got |was |been )?promoted\b", "job", single=True, fixed="promoted"),
+    _p(
+        rf"\b(?:they|{_EMPLOYER_SUBJECT})(?: (?:just|recently|finally|officially))? promoted me\b"
+        rf"|{_I}{_HAVE} (?:got|received|earned|was given|been given) (?:a|my|the|that) (?:big |long-awaited )?promotion\b",
+        "job",
+        single=True,
+        fixed="promoted",
+    ),
     _p(
         rf"\bI(?:'m| am| became| have become|'ve become)(?: now| currently| still| finally)? (?:a|an) "
         rf"(?P<value>{_MODIFIERS}(?:{_OCCUPATION_WORDS}))\b",
@@ -1088,7 +1126,7 @@ def _is_statement(clause: str) -> bool:
 _ADVERBS = (
     "really|also|just|still|always|never|no longer|often|usually|sometimes|actually|now|currently|"
     "even|finally|recently|totally|absolutely|definitely|mostly|already|only|truly|"
-    "probably|certainly|generally|seriously|honestly|literally|kinda|sort of|kind of"
+    "probably|certainly|generally|seriously|honestly|literally|kinda|sort of|kind of|almost|nearly"
 )
 # The speaker's "I" (or chat's "i"), with its contraction ("I'm", "I've", "I'd", "I'll", and
 # "Im"/"Ive" typed without the apostrophe), the adverbs after it and the next word.
@@ -1636,11 +1674,19 @@ def _outward(clause: str, match: re.Match[str]) -> bool:
         return False
     if _NAMED_AFTER.match(after):
         return False  # "his name is Jonas": the clause names whom it means
+    if match.group(0).lower() == "they" and not before.strip() and _EMPLOYER_THEY.match(after):
+        return False  # "They laid me off": the employer, named nowhere
     if match.group(0).lower() in _PERSON_PRONOUNS and opening:
         return False  # "Lily turned 8, she's so big", "Priya quit her job"
     return not _PHRASE_BEFORE.search(before)
 
 
+# "They laid me off", "they promoted me": a "they" that is whoever employs the speaker.
+_EMPLOYER_THEY = re.compile(
+    r"^(?: (?:just|recently|finally|eventually|officially))? (?:laid me off|let me go|fired me|sacked me|"
+    r"made me redundant|promoted me|hired me)\b",
+    re.IGNORECASE,
+)
 # "his name is Jonas", "her name's Ada": a pronoun whose clause gives the name.
 _NAMED_AFTER = re.compile(rf"^\s+name(?:'s| is| was)\s+(?:called\s+)?{_NAME}")
 # A name that opens a clause, a person a later "he" or "her" there can stand for.
@@ -1927,8 +1973,10 @@ def _of_someone(clause: str, speaker: str) -> _Someone | None:
     if match is None or subject is None:
         return None
     verb = match.group("verb").strip()
-    # "Mark says I drive a Golf": a pattern would read the speaker's clause.
-    if verb in _NOT_VERBS or re.search(r"\b(?:I|we)\b", core[match.end() :], re.IGNORECASE):
+    # "Mark says I drive a Golf": a pattern would read the speaker's clause; so "Acme
+    # promoted me", the speaker its object ("Kenji quit to work with me" is Kenji's).
+    after = core[match.end() :]
+    if verb in _NOT_VERBS or re.search(r"\b(?:I|we)\b", after, re.IGNORECASE) or re.match(r"\s+(?:me|us)\b", after, re.IGNORECASE):
         return None
     verb = _first_person_verb(verb)
     joint = "" if verb.startswith("'") else " "
