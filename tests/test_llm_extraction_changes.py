@@ -278,3 +278,74 @@ def test_a_job_change_replaces_the_job_state(
         assert kept in current
     old = Fact.objects.get(text=stale)
     assert old.invalidated_by is not None and old.invalidated_by.source_message_ids != old.source_message_ids
+
+
+def _about(*contents: str) -> list[tuple[str, str, str, str]]:
+    messages = [
+        TranscriptMessage(sequence_number=i, role="user", content=c, created_at=WHEN) for i, c in enumerate(contents, 1)
+    ]
+    return [(f.subject or "", f.text, f.attribute, f.value) for f in extract_episode(messages).facts]
+
+
+@pytest.mark.parametrize(
+    ("contents", "expected"),
+    [
+        # Someone's death one read or heard about, or history: no loss of the speaker's.
+        (
+            ["I was reading that Napoleon died in exile."],
+            [("user", "The user was reading that Napoleon died in exile.", "", "")],
+        ),
+        (["Napoleon died in exile."], [("Napoleon", "Napoleon died in exile.", "", "")]),
+        (
+            ["I heard that David Bowie passed away."],
+            [("user", "The user heard that David Bowie passed away.", "", "")],
+        ),
+        (
+            ["I watched a documentary about Napoleon.", "He died in exile on Saint Helena."],
+            [
+                ("user", "The user watched a documentary about Napoleon.", "", ""),
+                ("Napoleon", "Napoleon died in exile on Saint Helena.", "", ""),
+            ],
+        ),
+        (["Apparently Prince died in 2016."], [("Prince", "Apparently Prince died in 2016.", "", "")]),
+        (["Rex passed away last night."], [("Rex", "Rex passed away last night (10 March 2026).", "", "")]),
+        # Someone else's job: never the speaker's retirement.
+        (["My favourite singer retired last year."], [("user", "The user's favourite singer retired last year (2025).", "", "")]),
+        (["I read that Tom Brady retired."], [("user", "The user read that Tom Brady retired.", "", "")]),
+        # The speaker's own loss: told as grief, or of one the episode says is theirs.
+        (["Rex passed away last night, we're heartbroken."], [("user", "Rex passed away last night (10 March 2026).", "lost", "Rex")]),
+        (["Unfortunately Biscuit died."], [("user", "Unfortunately Biscuit died.", "lost", "Biscuit")]),
+        (
+            ["I have a cat named Luna.", "I just heard Luna passed away."],
+            [
+                ("user", "The user has a cat named Luna.", "cat", "Luna"),
+                ("user", "The user just heard Luna passed away.", "lost", "Luna"),
+            ],
+        ),
+        (
+            ["My grandma Rose was 90.", "She passed away in March."],
+            [
+                ("user", "The user's grandma Rose was 90.", "grandma", "Rose"),
+                ("user", "Rose passed away in March.", "lost", "Rose"),
+            ],
+        ),
+        (["Apparently my old teacher passed away."], [("user", "Apparently the user's old teacher passed away.", "lost", "teacher")]),
+    ],
+)
+def test_a_loss_is_the_speakers_only_when_the_one_lost_is_theirs(
+    contents: list[str], expected: list[tuple[str, str, str, str]]
+) -> None:
+    assert _about(*contents) == expected
+
+
+def test_a_death_read_about_ends_no_relation_of_the_same_name(project: Project, clock: Clock) -> None:
+    """The user's cat Napoleon outlives the emperor (a loss of a bare name ended every
+    relation naming it)."""
+    _told(project, clock, "2025-01-10T10:00:00Z", "I have a cat called Napoleon.")
+    _told(project, clock, "2025-08-16T09:00:00Z", "I was reading that Napoleon died in exile.", "Napoleon died in 1821.")
+    assert _current(project) == {
+        "The user has a cat called Napoleon.",
+        "The user was reading that Napoleon died in exile.",
+        "Napoleon died in 1821.",
+    }
+    assert Fact.objects.get(text="Napoleon died in 1821.").subject.name == "Napoleon"

@@ -15,7 +15,11 @@ old one through memoryapp.semantic's single-valued rule or ExtractedFact.retires
 - **Losses.** "Sadly Rex died", "our cat Luna passed away", "we had to rehome Rex", "we
   gave our dog away": ``lost`` the one named (or the relation word), ending the
   relation or possession naming them (semantic ends a multi-valued fact whose value
-  matches ``retires_when``).
+  matches ``retires_when``). A bare name's death ("Napoleon died in exile", "I heard
+  David Bowie passed away") is the speaker's loss only when the sentence tells it as
+  theirs (own_loss: "sadly", "we", "I miss him", and not read or heard about) or the
+  episode names the one lost as theirs ("our dog Rex"); else extraction_offline makes it
+  a plain fact about the one who died (or the speaker's "I read that ...").
 - **Births and adoptions.** "We had a baby girl, Ines", "we adopted a boy, Sam", "our
   son Leo was born": the child's relation fact (``daughter`` Ines); any child fact ends
   "I don't have any kids" (``kids``: none).
@@ -341,6 +345,43 @@ def _loss_ends(clause: str, value: str) -> tuple[tuple[str, ...], str]:
     if value.lower() == relation:
         return ((attribute,), "") if re.fullmatch(_KIN_SINGLE, relation) else ((attribute, "has"), relation)
     return (attribute, "has"), value
+
+
+def unowned_loss(clause: str) -> str:
+    """The name of the one a loss in ``clause`` names without saying whose they are ("Sadly
+    Rex died", "Napoleon died in exile": a bare name, no "my dog", no "we lost"), or "".
+    Whether such a loss is the speaker's is told by the sentence (own_loss) or the episode
+    (whether the speaker names them as theirs)."""
+    for index, regex in enumerate(_LOSSES):
+        match = regex.search(clause)
+        if match:
+            bare = index == _BARE_NAME_LOSS and not match.groupdict().get("rel")
+            return _OPENER.sub("", match.group("value") or "").strip() if bare else ""
+    return ""
+
+
+#: The loss rule whose one lost may be anybody ("<Name> died").
+_BARE_NAME_LOSS = 1
+# What makes a sentence the speaker's grief: a word of regret, "we"/"our", missing them.
+_OWN_LOSS_CUE = re.compile(
+    r"\b(?:sadly|unfortunately|tragically|heartbreakingly|RIP|rest in peace|we|we're|we've|us|our|"
+    r"miss (?:him|her|them|you)|heartbroken|devastated|grieving|mourning|gutted)\b",
+    re.IGNORECASE,
+)
+# A death one read or heard about: news, history, a documentary ("I was reading that ...").
+_REPORTED = re.compile(
+    r"\b(?:read|reading|heard|hearing|learned|learnt|found out|watched|watching|studied|studying|"
+    r"(?:saw|seen) (?:that|on|in|online)|apparently|according to|the news|documentary|article|"
+    r"did you know|history|historically|biography)\b",
+    re.IGNORECASE,
+)
+
+
+def own_loss(sentence: str) -> bool:
+    """Whether ``sentence`` tells a loss as its speaker's own ("Sadly Rex died", "Rex passed
+    away, we're heartbroken"), not one read or heard about ("I was reading that Napoleon
+    died in exile", "apparently the singer died")."""
+    return _OWN_LOSS_CUE.search(sentence) is not None and _REPORTED.search(sentence) is None
 
 
 def reports_loss(clause: str) -> bool:

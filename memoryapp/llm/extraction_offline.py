@@ -83,12 +83,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from memoryapp.llm.extraction_changes import (
+    LOST,
     change_ending,
     change_in,
+    own_loss,
     relation_ends,
     reports_loss,
     says_nothing,
     timeless,
+    unowned_loss,
 )
 from memoryapp.llm.port import (
     EpisodeExtraction,
@@ -886,6 +889,11 @@ class _Found:
     speaker: str = ""
     # The relation word of a subject left unnamed ("my daughter goes to ...": daughter).
     relative: str = ""
+    # The one a loss names without saying whose ("Napoleon died"): the speaker's loss only
+    # if the episode names them as the speaker's (_settle_losses); ``told`` when the
+    # speaker's own clause tells it ("I read that Napoleon died").
+    unowned: str = ""
+    told: bool = False
 
     def restored(self) -> _Found:
         """This fact with abbreviations' full stops written again (_restored)."""
@@ -2211,8 +2219,45 @@ def facts_in(message: TranscriptMessage, previous: str = "") -> list[_Found]:
             if resolved is not None:
                 clause, others = resolved
                 text = resolve_dates(third_person(clause, speaker, others), message.created_at)
-                found.extend(_facts_of_clause(clause, speaker, text, message.sequence_number, group))
+                facts = _facts_of_clause(clause, speaker, text, message.sequence_number, group)
+                _mark_unowned(facts, clause, ", ".join(sentence))
+                found.extend(facts)
     return [f.restored() for f in _without_echoes(found)]
+
+
+def _mark_unowned(facts: list[_Found], clause: str, sentence: str) -> None:
+    """Mark a loss of a bare name ("Napoleon died in exile", "I heard David Bowie passed
+    away") whose sentence does not tell it as the speaker's grief (own_loss): the episode
+    decides whose it is (_settle_losses)."""
+    name = unowned_loss(clause)
+    if not name or own_loss(sentence):
+        return
+    for fact in facts:
+        if fact.attribute == LOST and fact.value == name:
+            fact.unowned, fact.told = name, _FIRST_PERSON.search(clause) is not None
+
+
+def _settle_losses(found: list[_Found]) -> None:
+    """A loss marked unowned (_mark_unowned) stays the speaker's when another fact of theirs
+    in the episode names the one lost ("our dog Rex", "I have a cat named Luna"); else it
+    is no loss of the speaker's: a plain fact about the one who died ("Napoleon died in
+    exile": subject Napoleon), or the speaker's own plain statement when they tell it ("The
+    user was reading that Napoleon died in exile."). Either way it ends nothing."""
+    for fact in found:
+        if not fact.unowned:
+            continue
+        named = re.compile(rf"(?<![\w'-]){re.escape(fact.unowned)}(?![\w'-])", re.IGNORECASE)
+        if any(
+            other.subject == fact.subject and other.attribute not in ("", LOST) and named.search(other.value)
+            for other in found
+        ):
+            continue
+        fact.attribute, fact.value, fact.single, fact.retires, fact.retires_when = "", "", False, (), ""
+        if not fact.told:
+            fact.speaker, fact.subject = fact.subject, fact.unowned
+            if all(name.casefold() != fact.unowned.casefold() for name, _ in fact.entities):
+                fact.entities.insert(0, (fact.unowned, "person"))
+            fact.entities = [(n, "person" if n.casefold() == fact.unowned.casefold() else k) for n, k in fact.entities]
 
 
 def _facts_of_clause(clause: str, speaker: str, text: str, sequence: int, group: _Group | None) -> list[_Found]:
@@ -2369,6 +2414,7 @@ def extract_episode(messages: list[TranscriptMessage]) -> EpisodeExtraction:
                 found.append(fact)
         sentences = clauses(speaker_of(message)[1])
         previous = sentences[-1] if sentences else previous
+    _settle_losses(found)
     _confirm_names(found)
     _name_relatives(found)
     entities, mentions = _entities(found)
