@@ -105,10 +105,11 @@ def test_it_reads_names_with_letters_beyond_ascii_apostrophes_and_hyphens(
 
 
 def test_a_value_is_never_a_lower_case_word_taken_for_a_name() -> None:
-    """The dog is not named "called", the sister not "happy"."""
+    """The dog is not named "called", the sister not "happy" (each clause, with no
+    attribute, is about the relative it has as subject)."""
     assert _facts("My dog is called rex.", "My sister is happy about the news.") == [
-        ("user", "", "", False),
-        ("user", "", "", False),
+        ("user's dog", "", "", False),
+        ("user's sister", "", "", False),
     ]
 
 
@@ -1556,3 +1557,52 @@ def test_an_emphatic_do_have_is_no_habit() -> None:
     (fact,) = extract_episode([_m(1, "I do have a cat.")]).facts
     assert fact.attribute != "stance on have"
     assert _facts("I do yoga every morning.") == [("user", "stance on yoga", "does", True)]
+
+
+@pytest.mark.parametrize(
+    ("contents", "expected"),
+    [
+        # One's relatives as a group are the subject, their verb read as plural.
+        (["My parents moved to Lisbon."], [("user's parents", "lives in", "Lisbon", True)]),
+        (["My sisters live in Oslo."], [("user's sisters", "lives in", "Oslo", True)]),
+        (["My in-laws moved to Florida last year."], [("user's in-laws", "lives in", "Florida", True)]),
+        (["My grandparents are retired."], [("user's grandparents", "job", "retired", True)]),
+        (["Our kids go to Riverside Elementary."], [("user's kids", "studies at", "Riverside Elementary", True)]),
+        (["My family is from Italy."], [("user's family", "from", "Italy", True)]),
+        (["Our dogs love the beach."], [("user's dogs", "stance on beach", "likes", True)]),
+        # A clause of theirs with no attribute is still about them, not the speaker.
+        (["My kids started school."], [("user's kids", "", "", False)]),
+        (["My parents were teachers."], [("user's parents", "", "", False)]),
+        (["Yesterday, my kids started school."], [("user's kids", "", "", False)]),
+        (["My sister is so funny."], [("user's sister", "", "", False)]),
+        (["My daughter Mia is 7.", "My daughter is shy."], [("user", "daughter", "Mia", False), ("Mia", "age", "7", True), ("Mia", "", "", False)]),
+        # The speaker with them, or what they do to the speaker: the speaker's.
+        (["My parents and I moved to Lisbon."], [("user", "lives in", "Lisbon", True)]),
+        (["My kids drive me crazy."], [("user", "", "", False)]),
+        (["My parents think I should move to Lisbon."], [("user", "", "", False)]),
+        # Named members are relations of the speaker's, as before.
+        (
+            ["My kids Lily and Tom love the park."],
+            [("user", "kid", "Lily", False), ("user", "kid", "Tom", False), ("user", "", "", False)],
+        ),
+    ],
+)
+def test_relatives_as_a_group_are_the_subject(contents: list[str], expected: list[tuple[str, str, str, bool]]) -> None:
+    assert _facts(*contents) == expected
+
+
+def test_a_group_of_pets_is_an_animal() -> None:
+    episode = extract_episode([_m(1, "Our dogs love the beach.")])
+    assert ("user's dogs", "animal") in [(e.name, e.kind) for e in episode.entities]
+
+
+def test_relatives_moving_replace_where_they_lived_not_where_the_user_lives(project: Project, clock: Clock) -> None:
+    _told(project, clock, "2025-01-10T10:00:00Z", "I live in Berlin.", "My parents live in Porto.")
+    _told(project, clock, "2025-08-16T09:00:00Z", "My parents moved to Lisbon.")
+    facts, _ = semantic.fact_list(project=project, dataset="changes")
+    assert sorted((f.subject.name, f.text) for f in facts) == [
+        ("user", "The user lives in Berlin."),
+        ("user's parents", "The user's parents moved to Lisbon."),
+    ]
+    old = Fact.objects.get(text="The user's parents live in Porto.")
+    assert old.invalidated_by is not None and old.invalidated_by.text == "The user's parents moved to Lisbon."

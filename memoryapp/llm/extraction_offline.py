@@ -40,7 +40,11 @@ English first-person statements and nothing fitted to one data set.
   person), not the speaker. So is a clause whose subject is one's relation ("my sister
   Anna lives in Oslo": Anna lives in Oslo, and "The user's sister is Anna." apart; "my
   daughter goes to Riverside Elementary": subject "user's daughter", or the one name the
-  episode gives her).
+  episode gives her). One's relatives as a group are a subject too, never singular-mangled
+  ("my parents moved to Lisbon": subject "user's parents", lives in Lisbon; "my
+  grandparents are retired", "my family is from Italy"). A clause of an unnamed relative
+  or group with no pattern is still theirs, not the speaker's ("my kids started school"),
+  unless the speaker is in it ("my kids drive me crazy", "my parents and I moved").
 - **Groups.** A plural relation word with its members' names ("We have two kids, Lily and
   Tom", "my sisters are Ana and Bea") gives a relation fact per member, each stating its
   own ("Lily is one of the user's two kids."); so does a group introduced before a
@@ -1904,9 +1908,15 @@ def _group(sentence: str) -> _Group | None:
 # "Priya quit her job") or one's relation, named or not ("my sister Anna lives in Oslo",
 # "my daughter goes to ..."): read as the speaker's own clause would be ("I'm a teacher"),
 # its fact is about that person.
+# One's relatives as a group ("my parents", "our kids", "my grandparents", "my family"):
+# the subject is the group ("user's parents"), its verb plural as written.
+_GROUPS = frozenset(
+    [*_SINGULAR, *_words("parents grandparents folks siblings in-laws grandkids grandchildren twins relatives family")]
+)
 _NAMED_SUBJECT = re.compile(
     rf"^(?:(?i:(?:my|our) {_ADJ}(?P<attr>{_RELATION_WORDS}))(?:,? (?P<relative>{_NAME}),?)?"
-    rf"|(?!I\b|I')(?P<name>{_NAME}))(?P<adv>(?: (?:now|currently|still|also|just|recently|finally))*)"
+    rf"|(?i:(?:my|our) {_ADJ}(?P<group>{'|'.join(sorted(_GROUPS, key=len, reverse=True))}))"
+    rf"|(?!I\b|I')(?P<name>{_NAME}))(?P<adv>(?: (?:now|currently|still|also|just|recently|finally|both|all))*)"
     r"(?P<verb>'s|\s+[a-z]+)\b(?!')"
 )
 # Words after a name that are no verb: the name is not the clause's subject alone.
@@ -1918,7 +1928,7 @@ _NOT_OF_SOMEONE = frozenset(["", "age", "name"])
 def _first_person_verb(verb: str) -> str:
     """The first person of a third-person verb: "is" -> "am", "works" -> "work",
     "studies" -> "study", "teaches" -> "teach"; a past tense stays as it is."""
-    irregular = {"'s": "'m", "is": "am", "has": "have", "does": "do", "goes": "go", "was": "was"}
+    irregular = {"'s": "'m", "is": "am", "has": "have", "does": "do", "goes": "go", "was": "was", "are": "am", "were": "was"}
     if verb in irregular:
         return irregular[verb]
     if re.search(r"[^aeiou]ies$", verb):
@@ -1948,13 +1958,16 @@ class _Someone:
 
     @property
     def subject_kind(self) -> str:
-        """The kind of entity the subject is: an animal for a pet, else a person."""
-        return _relation_kind(self.relation)
+        """The kind of entity the subject is: an animal for a pet (or pets), else a person."""
+        return _relation_kind(_SINGULAR.get(self.relation, self.relation))
 
 
 def _subject(match: re.Match[str], speaker: str) -> tuple[str, str, bool] | None:
     """``(name, relation, named)`` of the subject _NAMED_SUBJECT matched, or None when
     it is no one but the speaker, or no person ("Acme Inc", "Yes")."""
+    if match.group("group"):
+        group = match.group("group").lower()
+        return f"{speaker}'s {group}", group, False
     relation = (match.group("attr") or "").lower()
     name = match.group("relative") or match.group("name")
     if name is None:
@@ -2278,6 +2291,8 @@ def _facts_of_clause(clause: str, speaker: str, text: str, sequence: int, group:
             found.append(fact)
     elif _is_statement(clause) and not _restates_speaker(clause, speaker):
         fact = _clause_fact(clause, speaker, text, sequence, ages)
+        if not fact.attribute:
+            _about_relative(fact, clause, speaker)
         found.extend(_employment(fact, clause))
         found.extend(_other_relations(clause, speaker, fact))
     animals = {name for word, name in _relations_in(clause) if _relation_kind(word) == "animal"}
@@ -2285,6 +2300,27 @@ def _facts_of_clause(clause: str, speaker: str, text: str, sequence: int, group:
         animals.update(group.names)
     found.extend(_age_fact(clause, speaker, text, sequence, a, animals) for a in ages)
     return found
+
+
+def _about_relative(fact: _Found, clause: str, speaker: str) -> None:
+    """Make ``fact`` (a clause's plain fact, no attribute) one about the relative or the
+    group of relatives the clause has as subject, unnamed, when the clause says nothing
+    else of the speaker ("My kids started school": subject "user's kids"; "my sister is so
+    funny": "user's sister", named later by _name_relatives); "My kids drive me crazy" and
+    "my parents and I ..." stay the speaker's."""
+    match = _NAMED_SUBJECT.match(_core(clause))
+    if match is None or match.group("name") or match.group("relative"):
+        return
+    if match.group("verb").strip() in _NOT_VERBS or _FIRST_PERSON.search(_core(clause)[match.end() :]):
+        return
+    subject = _subject(match, speaker)
+    if subject is None:
+        return
+    name, relation, _ = subject
+    fact.speaker, fact.subject = speaker, name
+    fact.relative = relation
+    kind = _relation_kind(_SINGULAR.get(relation, relation))
+    fact.entities = [(name, kind), *fact.entities]
 
 
 def _relations_in(clause: str) -> list[tuple[str, str]]:
@@ -2343,7 +2379,8 @@ def _name_relatives(found: list[_Found]) -> None:
         if not fact.speaker and fact.attribute and fact.value:
             named.setdefault((fact.subject, fact.attribute), set()).add(fact.value)
     for fact in found:
-        names = named.get((fact.speaker, _relation_attribute(fact.relative)), set()) if fact.relative else set()
+        one = fact.relative and fact.relative not in _GROUPS  # "my kids" are not the one kid named
+        names = named.get((fact.speaker, _relation_attribute(fact.relative)), set()) if one else set()
         if len(names) == 1:
             (name,) = names
             fact.entities = [(name if n == fact.subject else n, k) for n, k in fact.entities]
