@@ -24,7 +24,8 @@ Lineage rules (facts_store):
   current facts stated no later than it are invalidated by it in the same way; with
   ``retires_when`` only if one of them has that value (its words name it: "Acme" and
   "Acme Corp"); a multi-valued one of them ends only if its own value names it ("Rex
-  died" ends "dog: Rex", not the other dogs).
+  died" ends "dog: Rex", not the other dogs), the new fact's own attribute included when
+  it is multi-valued ("Mara, not Maria" ends "sister: Maria", not the other sisters).
 - Deleting a fact removes it and its search-index row at once (fact_delete); a fact it
   had invalidated is current again unless a newer current fact invalidates it
   (invalidations_release, the same for a thread's or a dataset's facts).
@@ -388,15 +389,18 @@ class _Ledger:
 
     def _naming(self, new: Fact, attributes: Iterable[str], when: str) -> list[Fact]:
         """The current multi-valued facts of ``new``'s subject with one of ``attributes``
-        whose value names ``when`` (a loss ends "dog: Rex" and no other dog)."""
+        whose value names ``when`` (a loss ends "dog: Rex" and no other dog); its own
+        attribute too when ``new`` is multi-valued (a correction, "Mara, not Maria", ends
+        "sister: Maria" and no other sister)."""
         if not when:
             return []
         return [
             old
             for attribute in dict.fromkeys(" ".join(a.lower().split()) for a in attributes)
-            if attribute and attribute != new.attribute
+            if attribute and (attribute != new.attribute or not new.single_valued)
             for old in self.current.get((new.subject_id, attribute), [])
-            if not old.single_valued
+            if old is not new
+            and not old.single_valued
             and old.valid_from <= new.valid_from
             and values_match(value_key(when), old.value_key)
         ]

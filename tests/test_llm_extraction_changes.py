@@ -349,3 +349,99 @@ def test_a_death_read_about_ends_no_relation_of_the_same_name(project: Project, 
         "Napoleon died in 1821.",
     }
     assert Fact.objects.get(text="Napoleon died in 1821.").subject.name == "Napoleon"
+
+
+@pytest.mark.parametrize(
+    ("contents", "expected"),
+    [
+        # A bare correction restates the episode's fact naming what it corrects.
+        (
+            ["My sister lives in Lisbon.", "Sorry, it's Porto, not Lisbon."],
+            [
+                ("user's sister", "The user's sister lives in Lisbon.", "lives in", "Lisbon"),
+                ("user's sister", "The user's sister lives in Porto.", "lives in", "Porto"),
+            ],
+        ),
+        (
+            ["I live in Lisbon.", "Sorry, I meant Porto, not Lisbon."],
+            [("user", "The user lives in Lisbon.", "lives in", "Lisbon"), ("user", "The user lives in Porto.", "lives in", "Porto")],
+        ),
+        (
+            ["I drive a Civic.", "No wait, a Corolla, not a Civic."],
+            [("user", "The user drives a Civic.", "car", "Civic"), ("user", "The user drives a Corolla.", "car", "Corolla")],
+        ),
+        (
+            ["My sister is Maria.", "Oops, Mara, not Maria."],
+            [("user", "The user's sister is Maria.", "sister", "Maria"), ("user", "The user's sister is Mara.", "sister", "Mara")],
+        ),
+        (
+            ["My sister lives in Lisbon.", "Not Lisbon, Porto."],
+            [
+                ("user's sister", "The user's sister lives in Lisbon.", "lives in", "Lisbon"),
+                ("user's sister", "The user's sister lives in Porto.", "lives in", "Porto"),
+            ],
+        ),
+        (
+            ["I'm allergic to shellfish.", "Correction: peanuts, not shellfish."],
+            [
+                ("user", "The user is allergic to shellfish.", "allergic to", "shellfish"),
+                ("user", "The user is allergic to peanuts.", "allergic to", "peanuts"),
+            ],
+        ),
+        # "X, not Y" that corrects nothing the episode said: no fact changes.
+        (["I live in Lisbon.", "Tea, not coffee."], [("user", "The user lives in Lisbon.", "lives in", "Lisbon")]),
+        (
+            ["I live in Lisbon.", "I want to visit Porto, not Madrid."],
+            [
+                ("user", "The user lives in Lisbon.", "lives in", "Lisbon"),
+                ("user", "The user wants to visit Porto, not Madrid.", "", ""),
+            ],
+        ),
+        (["I'd like tea, not coffee."], [("user", "The user would like tea, not coffee.", "", "")]),
+        (["It's Porto, not Lisbon."], []),
+    ],
+)
+def test_a_correction_restates_the_fact_it_corrects(contents: list[str], expected: list[tuple[str, str, str, str]]) -> None:
+    assert _about(*contents) == expected
+
+
+def test_a_correction_of_a_value_among_several_ends_only_that_one() -> None:
+    message = TranscriptMessage(sequence_number=1, role="user", content="I'm allergic to peanuts, not shellfish.", created_at=WHEN)
+    (fact,) = extract_episode([message]).facts
+    assert (fact.attribute, fact.value, fact.retires, fact.retires_when) == ("allergic to", "peanuts", ("allergic to",), "shellfish")
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "stale", "now"),
+    [
+        (["My sister lives in Lisbon."], ["Sorry, my sister lives in Porto, not Lisbon."], "The user's sister lives in Lisbon.",
+         "The user's sister lives in Porto, not Lisbon."),
+        (["My sister lives in Lisbon.", "It's Porto, not Lisbon."], [], "The user's sister lives in Lisbon.",
+         "The user's sister lives in Porto."),
+        (["I have a sister named Maria.", "Sorry, Mara, not Maria."], [], "The user has a sister named Maria.",
+         "The user has a sister named Mara."),
+        (["I'm allergic to shellfish.", "I'm allergic to dust."], ["I'm allergic to peanuts, not shellfish."],
+         "The user is allergic to shellfish.", "The user is allergic to peanuts, not shellfish."),
+    ],
+)
+def test_a_correction_replaces_the_corrected_fact(
+    project: Project, clock: Clock, before: list[str], after: list[str], stale: str, now: str
+) -> None:
+    _told(project, clock, "2025-01-10T10:00:00Z", *before)
+    if after:
+        _told(project, clock, "2025-08-16T09:00:00Z", *after)
+    current = _current(project)
+    assert stale not in current and now in current
+    old = Fact.objects.get(text=stale)
+    assert old.invalidated_by is not None and old.invalidated_by.text == now
+
+
+def test_a_correction_keeps_the_other_values(project: Project, clock: Clock) -> None:
+    _told(project, clock, "2025-01-10T10:00:00Z", "I'm allergic to shellfish.", "I'm allergic to dust.", "I have a sister named Ana.")
+    _told(project, clock, "2025-08-16T09:00:00Z", "I'm allergic to peanuts, not shellfish.", "My sister is Maria.", "Sorry, Mara, not Maria.")
+    assert _current(project) == {
+        "The user is allergic to dust.",
+        "The user is allergic to peanuts, not shellfish.",
+        "The user has a sister named Ana.",
+        "The user's sister is Mara.",
+    }

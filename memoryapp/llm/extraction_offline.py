@@ -50,6 +50,11 @@ English first-person statements and nothing fitted to one data set.
   own ("Lily is one of the user's two kids."); so does a group introduced before a
   colon, a comma or a dash, its members the names opening the parts of the list ("We
   have two kids: Lily is 7 and Noah is 4").
+- **Corrections.** "X, not Y" with no verb of its own ("Sorry, it's Porto, not Lisbon", "I
+  meant Porto", "a Corolla, not a Civic", "not Maria but Mara") restates the episode's
+  latest fact of its speaker whose value names Y with X in its place, which replaces it;
+  with no such fact it says nothing. A clause stating X ", not Y" ("I'm allergic to
+  peanuts, not shellfish") ends its subject's value Y of a many-valued attribute.
 - **Diets.** Leaving one is the diet "no longer vegan"; eating again a food a diet
   leaves out ("I eat meat again") retires the diets that leave it out.
   Discourse markers and interjections that open a clause ("Big news:", "Well, honestly,",
@@ -83,7 +88,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from memoryapp.llm.extraction_changes import (
@@ -154,7 +159,7 @@ _LABEL = re.compile(
 # Labels that open a note rather than name a speaker.
 _NOT_SPEAKERS = frozenset(
     _words(
-        "note ps p.s re update edit summary warning important reminder todo tip fyi q a "
+        "note ps p.s re update edit correction summary warning important reminder todo tip fyi q a "
         "question answer example step"
     )
 )
@@ -2234,6 +2239,7 @@ def facts_in(message: TranscriptMessage, previous: str = "") -> list[_Found]:
                 text = resolve_dates(third_person(clause, speaker, others), message.created_at)
                 facts = _facts_of_clause(clause, speaker, text, message.sequence_number, group)
                 _mark_unowned(facts, clause, ", ".join(sentence))
+                _not_tail(clause, facts)
                 found.extend(facts)
     return [f.restored() for f in _without_echoes(found)]
 
@@ -2438,13 +2444,90 @@ def _title(entities: list[ExtractedEntity], mentions: Counter[str], found: list[
     return "Conversation"
 
 
+# --- corrections ----------------------------------------------------------------------
+
+# A correction "X, not Y" without a verb of its own ("Sorry, it's Porto, not Lisbon", "I
+# meant Porto, not Lisbon", "a Corolla, not a Civic", "not Maria but Mara"): X and Y are a
+# few words each.
+_FIX_OPENER = r"(?:(?:sorry|oops|no|nope|wait|correction|my bad|actually|oh|sorry no|no wait)\s*[,:!.\u2014-]*\s*)*"
+_FIX_LEAD = (
+    r"(?:(?:it's|it is|it was|that's|that is|that was|they're|they are|he's|she's|I meant|I mean|make that|"
+    r"(?:it )?should be|I should have said)\s+)?"
+)
+_ARTICLE = r"(?:a |an |the )?"
+_FIX_WORDS = r"[\w'-]+(?: [\w'-]+){0,3}"
+_CORRECTION = re.compile(
+    rf"^{_FIX_OPENER}(?:{_FIX_LEAD}{_ARTICLE}(?P<new>{_FIX_WORDS}),?\s+not\s+{_ARTICLE}(?P<old>{_FIX_WORDS})"
+    rf"|not\s+{_ARTICLE}(?P<old2>{_FIX_WORDS}),?\s+(?:but\s+)?{_ARTICLE}(?P<new2>{_FIX_WORDS}))\s*[.!]*$",
+    re.IGNORECASE,
+)
+# "X, not Y" closing a clause that states X ("I'm allergic to peanuts, not shellfish").
+_NOT_TAIL = re.compile(rf",?\s+not\s+{_ARTICLE}(?P<old>{_FIX_WORDS})\s*[.!]*$", re.IGNORECASE)
+
+
+def _naming(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w'-]){re.escape(name)}(?![\w'-])", re.IGNORECASE)
+
+
+def _corrected(message: TranscriptMessage, found: list[_Found]) -> list[_Found]:
+    """The facts a message's bare corrections restate ("It's Porto, not Lisbon" after "My
+    sister lives in Lisbon": "The user's sister lives in Porto."): the latest fact of the
+    episode its speaker stated whose value names Y, with X in its place, so it replaces
+    that fact (single-valued: memoryapp.semantic's rule; else by ``retires`` naming Y).
+    A correction whose Y no fact of the episode names says nothing here."""
+    speaker, body = speaker_of(message)
+    out: list[_Found] = []
+    for clause in clauses(body) if speaker is not None else []:
+        match = _CORRECTION.match(clause)
+        if match is None:
+            continue
+        new, old = (match.group("new"), match.group("old")) if match.group("new") else (match.group("new2"), match.group("old2"))
+        named = _naming(old)
+        target = next(
+            (f for f in reversed(found) if (f.speaker or f.subject) == speaker and f.attribute and named.search(f.value)),
+            None,
+        )
+        text = named.sub(new, target.text, count=1) if target is not None else ""
+        if target is None or new.casefold() == old.casefold() or text == target.text:
+            continue
+        value = named.sub(new, target.value)
+        entities = [(named.sub(new, n), k) for n, k in target.entities]
+        retires, when = ((), "") if target.single else ((target.attribute,), old)
+        out.append(
+            replace(target, text=text, value=value, entities=entities, tentative=set(), sequence=message.sequence_number,
+                    retires=retires, retires_when=when)
+        )
+    return out
+
+
+def _without_corrections(facts: list[_Found], fixes: list[_Found]) -> list[_Found]:
+    """``facts`` less the plain statement of a correction ``fixes`` restated ("The user
+    meant Porto, not Lisbon.")."""
+    def restated(fact: _Found) -> bool:
+        said = re.search(r"\bnot\b", fact.text, re.IGNORECASE) is not None
+        return not fact.attribute and said and any(_naming(fix.value).search(fact.text) for fix in fixes)
+
+    return [f for f in facts if not restated(f)]
+
+
+def _not_tail(clause: str, facts: list[_Found]) -> None:
+    """A clause stating X, "not Y" ("I'm allergic to peanuts, not shellfish") ends its
+    subject's fact of the same attribute naming Y where the attribute holds several values
+    (the single-valued rule ends it otherwise)."""
+    tail = _NOT_TAIL.search(clause)
+    for fact in facts if tail else []:
+        if fact.attribute and not fact.single and not fact.retires_when and not _naming(tail.group("old")).search(fact.value):
+            fact.retires, fact.retires_when = (*fact.retires, fact.attribute), tail.group("old")
+
+
 def extract_episode(messages: list[TranscriptMessage]) -> EpisodeExtraction:
     """Title, summary, facts and entities of one episode (see the module docstring)."""
     found: list[_Found] = []
     seen: set[tuple[str, str]] = set()
     previous = ""
     for message in messages:
-        for fact in facts_in(message, previous):
+        fixes = _corrected(message, found)
+        for fact in [*_without_corrections(facts_in(message, previous), fixes), *fixes]:
             key = (fact.subject.casefold(), fact.text.casefold())
             if key not in seen:
                 seen.add(key)
