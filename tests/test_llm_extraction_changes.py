@@ -49,7 +49,7 @@ def _facts(content: str) -> list[tuple[str, str, str]]:
         ),
         (
             "We packed up and moved to Lisbon in July.",
-            [("The user and others packed up and moved to Lisbon in July.", "lives in", "Lisbon")],
+            [("The user and others packed up and moved to Lisbon in July (July 2025).", "lives in", "Lisbon")],
         ),
         # Job changes: the title, the employer apart.
         ("I started working as a chef last month.", [("The user started working as a chef last month (February 2026).", "job", "chef")]),
@@ -101,7 +101,7 @@ def _facts(content: str) -> list[tuple[str, str, str]]:
         # Births and adoptions: the child's relation.
         (
             "We had a baby girl, Ines, in January.",
-            [("The user and others had a baby girl, Ines, in January.", "daughter", "Ines")],
+            [("The user and others had a baby girl, Ines, in January (January 2026).", "daughter", "Ines")],
         ),
         ("We adopted a boy, Sam.", [("The user and others adopted a boy, Sam.", "son", "Sam")]),
         ("I gave birth to a daughter named Mia.", [("The user gave birth to a daughter named Mia.", "daughter", "Mia")]),
@@ -213,7 +213,7 @@ def test_meta_chatter_gives_no_facts(project: Project, clock: Clock) -> None:
         ("They promoted me to senior engineer.", [("They promoted the user to senior engineer.", "job", "senior engineer")]),
         (
             "My company promoted me to team lead in March.",
-            [("The user's company promoted the user to team lead in March.", "job", "team lead")],
+            [("The user's company promoted the user to team lead in March (March 2026).", "job", "team lead")],
         ),
         ("I got a promotion to head chef!", [("The user got a promotion to head chef!", "job", "head chef")]),
         ("I finally got a promotion at work.", [("The user finally got a promotion at work.", "job", "promoted")]),
@@ -221,7 +221,7 @@ def test_meta_chatter_gives_no_facts(project: Project, clock: Clock) -> None:
         # Let go by the employer: a lost job, an event.
         ("They laid me off last week.", [("They laid the user off last week (the week before 11 March 2026).", "job", "lost job")]),
         ("My boss fired me.", [("The user's boss fired the user.", "job", "lost job")]),
-        ("The hospital let me go in January.", [("The hospital let the user go in January.", "job", "lost job")]),
+        ("The hospital let me go in January.", [("The hospital let the user go in January (January 2026).", "job", "lost job")]),
         ("They made me redundant.", [("They made the user redundant.", "job", "lost job")]),
         # Retirement said otherwise than "I retired".
         ("I took early retirement last year.", [("The user took early retirement last year (2025).", "job", "retired")]),
@@ -326,7 +326,7 @@ def _about(*contents: str) -> list[tuple[str, str, str, str]]:
             ["My grandma Rose was 90.", "She passed away in March."],
             [
                 ("user", "The user's grandma Rose was 90.", "grandma", "Rose"),
-                ("user", "Rose passed away in March.", "lost", "Rose"),
+                ("user", "Rose passed away in March (March 2026).", "lost", "Rose"),
             ],
         ),
         (["Apparently my old teacher passed away."], [("user", "Apparently the user's old teacher passed away.", "lost", "teacher")]),
@@ -445,3 +445,27 @@ def test_a_correction_keeps_the_other_values(project: Project, clock: Clock) -> 
         "The user has a sister named Ana.",
         "The user's sister is Mara.",
     }
+
+
+@pytest.mark.parametrize(
+    ("content", "text"),
+    [
+        # A month told in the past gets its year: the latest such month by the message's time.
+        ("I retired in March.", "The user retired in March (March 2026)."),
+        ("I got promoted to senior engineer in March.", "The user got promoted to senior engineer in March (March 2026)."),
+        ("I was laid off in November.", "The user was laid off in November (November 2025)."),
+        ("They let me go in late January.", "They let the user go in late January (January 2026)."),
+        ("We moved to Lisbon back in August.", "The user and others moved to Lisbon back in August (August 2025)."),
+        # A time to come, what goes on, a date already given, a birth: as said.
+        ("I will retire in March.", "The user will retire in March."),
+        ("I plan to retire in June.", "The user plans to retire in June."),
+        ("We're moving to Tallinn in May.", "The user and others are moving to Tallinn in May."),
+        ("My sister is getting married in May.", "The user's sister is getting married in May."),
+        ("I'm so excited to visit Paris in May.", "The user is so excited to visit Paris in May."),
+        ("I moved to Lisbon in March 2019.", "The user moved to Lisbon in March 2019."),
+        ("I was born in August.", "The user was born in August."),
+        ("I'm retired in March.", "The user is retired in March."),
+    ],
+)
+def test_a_month_told_in_the_past_gets_its_year(content: str, text: str) -> None:
+    assert [t for t, _, _ in _facts(content)] == [text]

@@ -1094,7 +1094,7 @@ def test_a_diet_retires_the_stances_on_what_it_leaves_out(
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
-        ("I went vegan in January.", ("The user went vegan in January.", "vegan")),
+        ("I went vegan in January.", ("The user went vegan in January (January 2026).", "vegan")),
         ("I've gone vegetarian.", ("The user has gone vegetarian.", "vegetarian")),
         ("I'm now vegan.", ("The user is now vegan.", "vegan")),
         ("I have been vegetarian for years.", ("The user has been vegetarian for years.", "vegetarian")),
@@ -1255,7 +1255,7 @@ def test_a_loose_time_stays_with_its_fact_and_out_of_its_value(content: str, exp
         # Leaving the diet: its own fact replaces it.
         ("I'm vegetarian.", "I'm not vegetarian anymore.", {"diet": "The user is not vegetarian anymore."}, "The user is vegetarian."),
         ("I'm vegan.", "I stopped being vegan.", {"diet": "The user stopped being vegan."}, "The user is vegan."),
-        ("I went vegan in January.", "I'm no longer a vegan.", {"diet": "The user is no longer a vegan."}, "The user went vegan in January."),
+        ("I went vegan in January.", "I'm no longer a vegan.", {"diet": "The user is no longer a vegan."}, "The user went vegan in January (January 2026)."),
         ("I'm vegetarian.", "I gave up vegetarianism.", {"diet": "The user gave up vegetarianism."}, "The user is vegetarian."),
         # Eating what the diet leaves out again ends it.
         ("I'm vegetarian.", "I eat meat again.", {"stance on meat": "The user eats meat again."}, "The user is vegetarian."),

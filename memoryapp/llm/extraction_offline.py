@@ -14,7 +14,8 @@ English first-person statements and nothing fitted to one data set.
   about the talk ("I was wondering if ...", "I think so": _META) becomes a fact about its
   speaker, rewritten in the third person ("I drive a Civic" -> "The user drives a
   Civic."), with relative dates resolved against the message's time ("yesterday
-  (7 May 2023)"; a loose amount as loosely: "a few years ago (around 2020)"); a clause of two words only if it says who one is ("I'm vegan.", "I'm
+  (7 May 2023)"; a loose amount as loosely: "a few years ago (around 2020)"; a month
+  told in the past its year: "I retired in March" -> "in March (March 2023)"); a clause of two words only if it says who one is ("I'm vegan.", "I'm
   Daniel."). Clauses that match a known pattern also get an ``attribute`` and a
   ``value`` (a name its speaker's label already gives is no fact: "Caroline: I'm
   Caroline"): relations (``sister`` Mara; wife, husband, boyfriend... are all ``partner``),
@@ -1364,7 +1365,47 @@ def resolve_dates(text: str, when: datetime | None) -> str:
         text,
         flags=re.IGNORECASE,
     )
-    return _AGO.sub(lambda m: f"{m.group(0)} ({_ago(m, when)})", text)
+    text = _AGO.sub(lambda m: f"{m.group(0)} ({_ago(m, when)})", text)
+    return _past_month(text, when)
+
+
+# "in March" with no day or year after it ("I retired in March", "in early May").
+_IN_MONTH = re.compile(
+    rf"\b(?:in|since|during|back in) (?:(?:early|mid|late|the end of|the start of|the beginning of)[ -])?"
+    rf"(?P<month>{'|'.join(_MONTH_NAMES)})\b(?![ ,]*(?:\d|of \d))",
+)
+# A clause told in the past ("retired", "was let go", "got promoted"), none of a time to come.
+_PAST = re.compile(
+    r"(?<!\bis )(?<!\bare )(?<!\bam )(?<!'m )(?<!'re )(?<!\bbe )(?<!\bso )(?<!\bvery )(?<!\bget )(?<!\bgets )"
+    r"\b(?:[a-z]+ed|was|were|got|had|did|went|left|lost|quit|sold|began|became|took|made|met|came|gave|won|"
+    r"bought|found|began|fell|grew|ran|sent|spent|told|wrote|broke|chose|drove|flew|knew|paid|put|said|saw|"
+    r"stood|taught|thought|let|laid|cut|set|hit|hurt|split|shut)\b"
+)
+_TO_COME = re.compile(
+    r"\b(?:will|going to|'ll|plans?|planning|planned|hopes?|hoping|next|soon|wants?|would|might|(?-i:may)|"
+    r"excited|looking forward|can't wait|upcoming|scheduled|booked|expect(?:s|ing)?|intends?|should|"
+    # an arrangement or what goes on ("is getting married in May"), a birth (years back)
+    r"(?:is|are|am)(?: \w+)? \w+ing|born|birthday)\b",
+    re.IGNORECASE,
+)
+
+
+def _past_month(text: str, when: datetime) -> str:
+    """``text`` with "in <Month>" of a clause told in the past followed by its year at
+    ``when``: the latest such month no later than ``when``'s ("The user retired in March
+    (March 2026)." said in June 2026; "in November (November 2025)" said in March 2026).
+    A time to come, what goes on, a birth or a clause not in the past is left as said."""
+    if _TO_COME.search(text):
+        return text
+
+    def dated(match: re.Match[str]) -> str:
+        if not _PAST.search(text[: match.start()]):
+            return match.group(0)
+        month = _MONTH_NAMES.index(match.group("month")) + 1
+        year = when.year if month <= when.month else when.year - 1
+        return f"{match.group(0)} ({match.group('month')} {year})"
+
+    return _IN_MONTH.sub(dated, text)
 
 
 # --- entities and facts ------------------------------------------------------------------
