@@ -348,7 +348,8 @@ def test_a_death_read_about_ends_no_relation_of_the_same_name(project: Project, 
         "The user was reading that Napoleon died in exile.",
         "Napoleon died in 1821.",
     }
-    assert Fact.objects.get(text="Napoleon died in 1821.").subject.name == "Napoleon"
+    subject = Fact.objects.get(text="Napoleon died in 1821.").subject
+    assert subject is not None and subject.name == "Napoleon"
 
 
 @pytest.mark.parametrize(

@@ -2556,9 +2556,12 @@ def _not_tail(clause: str, facts: list[_Found]) -> None:
     subject's fact of the same attribute naming Y where the attribute holds several values
     (the single-valued rule ends it otherwise)."""
     tail = _NOT_TAIL.search(clause)
-    for fact in facts if tail else []:
-        if fact.attribute and not fact.single and not fact.retires_when and not _naming(tail.group("old")).search(fact.value):
-            fact.retires, fact.retires_when = (*fact.retires, fact.attribute), tail.group("old")
+    if tail is None:
+        return
+    old = tail.group("old")
+    for fact in facts:
+        if fact.attribute and not fact.single and not fact.retires_when and not _naming(old).search(fact.value):
+            fact.retires, fact.retires_when = (*fact.retires, fact.attribute), old
 
 
 def extract_episode(messages: list[TranscriptMessage]) -> EpisodeExtraction:
