@@ -19,7 +19,7 @@ from memoryapp.recall import recall
 DATA = Path(__file__).parent / "data" / "household.json"
 MOVES = Path(__file__).parent / "data" / "moves.json"
 DENVER = "The user and others moved to Denver last week (the week before 15 June 2026)!"
-VEGAN = "The user went vegan in January too, so the fridge is all plants."
+VEGAN = "The user went vegan in January (January 2026) too, so the fridge is all plants."
 
 
 def _load(project: Project, data: Path, dataset: str) -> Project:
