@@ -82,6 +82,7 @@ def load_messages(thread_id: uuid.UUID, total: int) -> None:
             uncompacted_count=total,
             first_message_at=now,
             last_message_at=now,
+            latest_created_at=now,
         )
     sql.search_index_catch_up()  # as the appends' batches would have
 

@@ -61,13 +61,17 @@ class Counters:
     ``sequence`` is the number this append got; ``uncompacted`` the un-compacted ordinary
     messages including it; ``threshold`` the autoCompactThreshold (None: disabled);
     ``has_agent`` whether the thread belongs to an agent (spec 004: it compacts by the
-    agent's token budget instead).
+    agent's token budget instead); ``latest`` the thread's latest non-summary createdAt
+    with this append's counted in (Thread.latest_created_at, aware UTC): the greater of
+    the one the append asked for and the thread's latest before it (None only when the
+    append asked for none, as tests' bare bumps do).
     """
 
     sequence: int
     uncompacted: int
     threshold: int | None
     has_agent: bool = False
+    latest: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,7 +246,7 @@ DJANGO = DjangoWriter()
 @contextmanager
 def append_transaction() -> Iterator[Writer]:
     """The write transaction of an append, in writers_queue; yields the Writer its
-    statements run on (thread_bump, message_id_by_key, last_message_time, message_insert).
+    statements run on (thread_bump, message_id_by_key, message_insert).
 
     On SQLite outside any caller's transaction (every /v1 append) it is BEGIN IMMEDIATE
     ... COMMIT on the sqlite3 connection itself, the statements too: Django's atomic block
@@ -340,10 +344,16 @@ def _bump_sql(vendor: str, scoped: bool) -> str:
         "uncompacted_count = uncompacted_count + 1, "
         "last_activity = %s, last_message_at = %s, "
         "first_message_at = COALESCE(first_message_at, %s), "
+        # max(the thread's latest createdAt, this message's), NULL the smallest; on SQLite
+        # both are Django's text (YYYY-MM-DD HH:MM:SS[.ffffff], UTC), whose order as text
+        # is the times' order (a value without microseconds is a prefix of the same second's).
+        "latest_created_at = CASE WHEN latest_created_at IS NULL OR latest_created_at < %s "
+        "THEN %s ELSE latest_created_at END, "
         "tokens_input = tokens_input + %s, tokens_output = tokens_output + %s, "
         "tokens_total = tokens_total + %s, messages_with_tokens = messages_with_tokens + %s "
         f"WHERE id = %s{scope} "
-        "RETURNING next_sequence, uncompacted_count, auto_compact_threshold, agent_id"
+        "RETURNING next_sequence, uncompacted_count, auto_compact_threshold, agent_id, "
+        "latest_created_at"
     )
 
 
@@ -357,14 +367,21 @@ class Bump:
 
 
 def bump_of(
-    *, thread_id: uuid.UUID, project_id: int | None, now: datetime, tokens: dict[str, int] | None
+    *,
+    thread_id: uuid.UUID,
+    project_id: int | None,
+    now: datetime,
+    tokens: dict[str, int] | None,
+    created_at: datetime | None = None,
 ) -> Bump:
-    """The Bump of one append to thread ``thread_id`` (see thread_bump)."""
+    """The Bump of one append to thread ``thread_id`` (see thread_bump); ``created_at``
+    is the message's createdAt when it is not ``now`` (a client's)."""
     at = connection.ops.adapt_datetimefield_value(now)
+    created = at if created_at is None else connection.ops.adapt_datetimefield_value(created_at)
     t_in, t_out, t_total, counted = (
         (tokens["input"], tokens["output"], tokens["total"], 1) if tokens else (0, 0, 0, 0)
     )
-    params = [at, at, at, t_in, t_out, t_total, counted, _db_uuid(thread_id)]
+    params = [at, at, at, created, created, t_in, t_out, t_total, counted, _db_uuid(thread_id)]
     scoped = project_id is not None
     return Bump(scoped=scoped, params=[*params, project_id] if scoped else params)
 
@@ -375,18 +392,23 @@ def thread_bump(
     project_id: int | None,
     now: datetime,
     tokens: dict[str, int] | None,
+    created_at: datetime | None = None,
     db: Writer = DJANGO,
 ) -> Counters | None:
     """Take the thread's next sequence number and add one message to its counters.
 
     One ``UPDATE ... RETURNING``: on PostgreSQL it takes the row lock itself, so
     concurrent appends queue on it until this transaction ends; on SQLite the IMMEDIATE
-    transaction already holds the write lock. Also sets the activity times and adds
-    ``tokens`` (``{"input", "output", "total"}`` or None) to the totals. Returns None when
+    transaction already holds the write lock. Also sets the activity times, adds
+    ``tokens`` (``{"input", "output", "total"}`` or None) to the totals and raises the
+    thread's latest createdAt to the message's (``created_at``, else ``now``), returning
+    the result as Counters.latest. Returns None when
     no thread ``thread_id`` exists (in project ``project_id``, when given). Must run
     inside the caller's transaction (append_transaction's, on its Writer ``db``).
     """
-    bump = bump_of(thread_id=thread_id, project_id=project_id, now=now, tokens=tokens)
+    bump = bump_of(
+        thread_id=thread_id, project_id=project_id, now=now, tokens=tokens, created_at=created_at
+    )
     return thread_bump_run(bump, db=db)
 
 
@@ -400,6 +422,7 @@ def thread_bump_run(bump: Bump, *, db: Writer = DJANGO) -> Counters | None:
         uncompacted=int(row[1]),
         threshold=row[2],
         has_agent=row[3] is not None,
+        latest=_aware(row[4]),
     )
 
 
@@ -438,6 +461,14 @@ def message_params(message: Message) -> list[Any]:
 
 
 _SEQUENCE_AT = MESSAGE_COLUMNS.index("sequence_number")
+_CREATED_AT = MESSAGE_COLUMNS.index("created_at")
+
+
+def message_params_created_at(params: list[Any], created_at: datetime) -> None:
+    """Set the createdAt of ``params`` (message_params') to ``created_at``, adapted as
+    message_params adapts it."""
+    field = Message._meta.get_field("created_at")
+    params[_CREATED_AT] = field.get_db_prep_save(created_at, connection)
 
 
 @dataclass(frozen=True, slots=True)
@@ -564,23 +595,6 @@ def message_id_by_key(
     )
     row = db.one(sql, [_db_uuid(thread_id), idempotency_key])
     return None if row is None else _uuid(row[0])
-
-
-def last_message_time(*, thread_id: uuid.UUID, db: Writer = DJANGO) -> datetime | None:
-    """The createdAt of the thread's last non-summary message (highest sequence number),
-    or None for a thread without one. Walks the (thread, sequence_number) index backwards."""
-    sql = (
-        f"SELECT created_at FROM {_q(Message._meta.db_table)} "
-        "WHERE thread_id = %s AND NOT is_summary ORDER BY sequence_number DESC LIMIT 1"
-    )
-    row = db.one(sql, [_db_uuid(thread_id)])
-    if row is None:
-        return None
-    value = row[0]
-    if isinstance(value, str):  # SQLite: UTC text ...
-        value = datetime.fromisoformat(value)
-    # ... or a naive UTC datetime, by the driver's converters
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 @cache

@@ -276,13 +276,20 @@ _REPLAYED_FIELDS = (
 )
 
 
+def _ms_floor(value: datetime) -> datetime:
+    """``value`` cut to the API's precision (milliseconds, memoryapp.timefmt.iso_ms)."""
+    return value.replace(microsecond=value.microsecond // 1000 * 1000)
+
+
 def _replayed(message_id: uuid.UUID, attempt: Message, *, created_at_given: bool) -> AppendResult:
     """The first message stored under an Idempotency-Key; IdempotencyConflict when
     ``attempt`` (the unsaved row of the replay) differs from it in any field the client
-    sent (_REPLAYED_FIELDS, and created_at when ``created_at_given``)."""
+    sent (_REPLAYED_FIELDS, and created_at when ``created_at_given``: the one stored, or
+    one it was raised from within its millisecond, see _dated)."""
     first = Message.objects.get(pk=message_id)
-    fields = _REPLAYED_FIELDS + (("created_at",) if created_at_given else ())
-    if any(getattr(first, name) != getattr(attempt, name) for name in fields):
+    if any(getattr(first, name) != getattr(attempt, name) for name in _REPLAYED_FIELDS) or (
+        created_at_given and not _ms_floor(first.created_at) <= attempt.created_at <= first.created_at
+    ):
         raise IdempotencyConflict() from None
     return AppendResult(message=first, replayed=True)
 
@@ -296,27 +303,36 @@ def _compaction_due(counters: sql.Counters) -> bool:
     )
 
 
-def _check_not_before_last(
-    thread_id: uuid.UUID, created_at: datetime | None, db: sql.Writer
+def _dated(
+    message: Message, params: list[Any], latest: datetime | None, *, given: bool
 ) -> None:
-    """InvalidInput (``createdAt``) when ``created_at`` is before the thread's last
-    message's time at the API's precision (milliseconds, memoryapp.timefmt.iso_ms): a
-    client sending back the ``createdAt`` the API showed for the last message is not
-    refused over the microseconds the server's clock stored but never showed."""
-    if created_at is None:  # a live append (the server's clock) is never refused
+    """Date ``message`` (and its INSERT ``params``) by the thread's latest non-summary
+    createdAt after the bump, ``latest`` (sql.Counters.latest: the greater of the
+    thread's before and the one asked for), so createdAt never decreases with the
+    sequence number (docs/decisions.md, "createdAt never goes backwards in a thread").
+
+    A live append (the server's clock, not ``given``) dated before the thread's latest,
+    which a client may have set up to 5 minutes ahead, takes that time. A client's
+    (``given``) before it at the API's precision (milliseconds, memoryapp.timefmt.iso_ms)
+    raises InvalidInput (``createdAt``, code ``before_last_message``); within the same
+    millisecond it takes the latest too: a client sending back the ``createdAt`` the API
+    showed for the last message is not refused over the microseconds the server's clock
+    stored but never showed, nor stored before it."""
+    if latest is None or latest == message.created_at:
         return
-    last = sql.last_message_time(thread_id=thread_id, db=db)
-    if last is not None and created_at < last.replace(microsecond=last.microsecond // 1000 * 1000):
+    if given and message.created_at < _ms_floor(latest):
         raise InvalidInput(
             [
                 {
                     "path": ["createdAt"],
                     "message": "createdAt is earlier than the createdAt of the thread's "
-                    f"last message ({iso_ms(last)})",
+                    f"last message ({iso_ms(latest)})",
                     "code": "before_last_message",
                 }
             ]
         )
+    message.created_at = latest
+    sql.message_params_created_at(params, latest)
 
 
 def _appended_message(
@@ -390,14 +406,17 @@ def message_append(
     ``thread`` is a Thread or a thread id. With ``project``, the thread must belong to it:
     the API passes the id and the key's project, so the scoped look-up is the UPDATE
     itself. ``tokens`` is ``{"input", "output", "total"}`` (validated non-negative ints) or
-    None. ``createdAt`` is taken before the lock is waited for, so under contention two
-    timestamps may invert by that wait (order is by sequence number either way).
-    ``created_at`` (an import's real time; aware, not in the future) replaces that clock
-    read for the message only (docs/decisions.md "Imported messages keep their real time").
+    None. The message's createdAt is the server's clock, read before the lock is waited
+    for, or the thread's latest non-summary createdAt when that is later (a client's
+    dated ahead, or a neighbour that waited less): decided by the UPDATE under the lock,
+    so createdAt never decreases with the sequence number (_dated). ``created_at`` (an
+    import's real time; aware, not in the future) replaces that clock read for the
+    message only (docs/decisions.md "Imported messages keep their real time").
     Raises ThreadNotFound if the thread does not exist (any more), its id is malformed, or
     it is not in ``project``; IdempotencyConflict when ``idempotency_key`` was used on this
     thread for a different message (any field sent differs); InvalidInput (``createdAt``) for a
-    ``created_at`` before the thread's last non-summary message's (checked under the lock).
+    ``created_at`` before the thread's latest non-summary createdAt at millisecond precision
+    (decided by the UPDATE under the lock, no statement of its own).
     """
     pk = thread.pk if isinstance(thread, Thread) else thread_pk(thread)
     now = timezone.now()
@@ -408,7 +427,8 @@ def message_append(
     )
     params = sql.message_params(message)
     bump = sql.bump_of(
-        thread_id=pk, project_id=project.pk if project is not None else None, now=now, tokens=tokens
+        thread_id=pk, project_id=project.pk if project is not None else None, now=now,
+        tokens=tokens, created_at=created_at,
     )
     try:
         with sql.append_transaction() as db:
@@ -421,7 +441,7 @@ def message_append(
                 )
                 if existing is not None:
                     raise _Replay(existing)
-            _check_not_before_last(pk, created_at, db)
+            _dated(message, params, counters.latest, given=created_at is not None)
             upkeep = sql.message_insert(params, sequence=counters.sequence, db=db)
     except _Replay as replay:
         return _replayed(replay.message_id, message, created_at_given=created_at is not None)

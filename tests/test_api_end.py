@@ -11,8 +11,8 @@ import pytest
 
 from memoryapp import compaction, episodic, jobs
 from memoryapp.llm import episode_prompt
-from memoryapp.models import Entity, Episode, Fact, Job, Project, Thread
-from tests.conftest import BASE, Api, Clock
+from memoryapp.models import Entity, Episode, Fact, Job, Message, Project, Thread
+from tests.conftest import BASE, Api, Clock, at
 from tests.fakes.fixtures import fake_gemini_fixture  # noqa: F401  (registers fake_gemini)
 from tests.fakes.gemini_server import FakeGeminiServer, FakeResponse, text_response
 
@@ -387,3 +387,64 @@ def test_two_ages_in_one_sentence_are_two_facts_and_replacing_one_leaves_the_oth
         ("Tom", "Tom is 5."),
         ("user", ""),
     ]
+
+
+def test_a_message_after_one_dated_ahead_is_not_dated_before_it_and_the_later_statement_wins(
+    api: Api, end: Any, clock: Clock
+) -> None:
+    """A client may date a message up to 5 minutes ahead (clock skew); the next message,
+    dated by the server's clock, took the earlier time, so "I live in Oslo now" read as
+    older than "I live in Rome": the Oslo fact was stored invalidated by Rome, recall
+    answered Rome, the episode started after it ended. A live append is dated
+    max(the clock, the thread's latest createdAt) (docs/decisions.md, "createdAt never
+    goes backwards in a thread")."""
+    thread = api.create_thread(dataset="skew")["threadId"]
+    rome = api.append(thread, "I live in Rome", createdAt="2026-08-16T09:04:00Z").json()
+    clock.set("2026-08-16T09:00:01.250731Z")
+    oslo = api.append(thread, "I live in Oslo now").json()
+    clock.set("2026-08-16T09:04:00.000100Z")  # past it by less than a millisecond
+    ok = api.append(thread, "Noted", role="assistant").json()
+
+    assert [rome["createdAt"], oslo["createdAt"], ok["createdAt"]] == [
+        "2026-08-16T09:04:00.000Z",
+        "2026-08-16T09:04:00.000Z",
+        "2026-08-16T09:04:00.000Z",
+    ]
+    stored = Message.objects.filter(thread_id=thread).order_by("sequence_number")
+    assert [m.created_at.isoformat() for m in stored] == [
+        "2026-08-16T09:04:00+00:00",
+        "2026-08-16T09:04:00+00:00",
+        "2026-08-16T09:04:00.000100+00:00",
+    ]
+    listed = api.get(f"{BASE}/threads/{thread}/messages").json()["messages"]
+    assert [m["createdAt"] for m in listed] == [
+        "2026-08-16T09:04:00.000Z", "2026-08-16T09:04:00.000Z", "2026-08-16T09:04:00.000Z",
+    ]
+    # Back to the clock once it is past the thread's latest.
+    clock.set("2026-08-16T09:06:00.5Z")
+    assert api.append(thread, "bye").json()["createdAt"] == "2026-08-16T09:06:00.500Z"
+    assert Thread.objects.get(pk=thread).latest_created_at == at("2026-08-16T09:06:00.5Z")
+
+    end(api, thread)
+
+    lives = sorted(
+        (f["value"], f["invalidatedBy"] is not None, f["validFrom"])
+        for f in _facts(api, dataset="skew", includeInvalidated="true")
+        if f["attribute"] == "lives in"
+    )
+    assert lives == [
+        ("Oslo", False, "2026-08-16T09:04:00.000Z"),
+        ("Rome", True, "2026-08-16T09:04:00.000Z"),
+    ]
+    (current,) = [f for f in _facts(api, dataset="skew") if f["attribute"] == "lives in"]
+    assert (current["text"], current["sourceMessageIds"]) == (
+        "The user lives in Oslo now.", [oslo["messageId"]],
+    )
+    found = api.post(
+        f"{MEMORY}/recall", {"dataset": "skew", "query": "where do I live?", "include": ["facts"]}
+    ).json()
+    assert [f["value"] for f in found["facts"] if f["attribute"] == "lives in"] == ["Oslo"]
+    (episode,) = api.get(f"{MEMORY}/episodic/episodes", dataset="skew").json()["episodes"]
+    assert (episode["startedAt"], episode["endedAt"]) == (
+        "2026-08-16T09:04:00.000Z", "2026-08-16T09:06:00.500Z",
+    )

@@ -604,6 +604,56 @@ def test_it_takes_back_the_created_at_it_showed_for_the_last_message(
     )
     assert append_ok(api, thread_id, "import", createdAt=shown)["createdAt"] == shown
     assert numbers(api.get(messages_url(thread_id))) == [1, 2]
+    # Stored at the last message's own time, not 301 us before it: createdAt never
+    # decreases with the sequence number.
+    assert [m.created_at.isoformat() for m in Message.objects.order_by("sequence_number")] == [
+        "2026-08-16T09:00:00.818301+00:00", "2026-08-16T09:00:00.818301+00:00",
+    ]
+
+
+def test_it_replays_a_created_at_it_raised_within_its_millisecond(
+    api: Api, thread_id: str, clock: Clock
+) -> None:
+    clock.set("2026-08-16T09:00:00.818301Z")
+    append_ok(api, thread_id, "live")
+    body = {"role": "user", "content": "import", "createdAt": "2026-08-16T09:00:00.818Z"}
+    headers = {"Idempotency-Key": "import-1"}
+
+    first = api.post(messages_url(thread_id), body, headers=headers)
+    again = api.post(messages_url(thread_id), body, headers=headers)
+    other = api.post(
+        messages_url(thread_id), {**body, "createdAt": "2026-08-16T09:00:00.819Z"}, headers=headers
+    )
+
+    assert (first.status_code, again.status_code, other.status_code) == (201, 201, 409)
+    assert again.json() == first.json()
+    assert first.json()["createdAt"] == "2026-08-16T09:00:00.818Z"
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert numbers(api.get(messages_url(thread_id))) == [1, 2]
+
+
+def test_it_dates_a_live_message_after_a_clients_ahead_of_the_clock(
+    api: Api, thread_id: str, clock: Clock
+) -> None:
+    """The 5 minutes of skew a client may date ahead by are not a way to date the next
+    live message before it (docs/decisions.md, "createdAt never goes backwards in a
+    thread"); an import after it may not go below it either."""
+    ahead = append_ok(api, thread_id, "ahead", createdAt="2026-08-16T09:04:59.5Z")
+    live = api.post(
+        messages_url(thread_id), {"role": "user", "content": "live"}, headers={"Idempotency-Key": "l"}
+    )
+    replay = api.post(
+        messages_url(thread_id), {"role": "user", "content": "live"}, headers={"Idempotency-Key": "l"}
+    )
+
+    assert ahead["createdAt"] == live.json()["createdAt"] == "2026-08-16T09:04:59.500Z"
+    assert (live.status_code, replay.status_code, replay.json()) == (201, 201, live.json())
+    early = api.append(thread_id, "import", createdAt="2026-08-16T09:02:00Z")
+    assert (early.status_code, early.json()["issues"][0]["code"]) == (400, "before_last_message")
+    stats = api.get(f"{BASE}/threads/{thread_id}/stats").json()
+    # The thread's activity stays the server's own time.
+    assert stats["lastActivityAt"] == "2026-08-16T09:00:00.000Z"
+    assert numbers(api.get(messages_url(thread_id))) == [1, 2]
 
 
 def test_it_drops_unknown_metadata_keys(api: Api, thread_id: str) -> None:

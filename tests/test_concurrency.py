@@ -90,7 +90,16 @@ def assert_numbered_one_to_n(thread_id: str, contents: set[str]) -> None:
     )
     assert [n for n, _ in rows] == list(range(1, len(contents) + 1))
     assert {c for _, c in rows} == contents
+    # Each took the server's clock before waiting for the lock; the later number never
+    # has the earlier time (working._dated).
+    times = list(
+        Message.objects.filter(thread_id=thread_id, is_summary=False)
+        .order_by("sequence_number")
+        .values_list("created_at", flat=True)
+    )
+    assert times == sorted(times)
     thread = Thread.objects.get(pk=thread_id)
+    assert thread.latest_created_at == times[-1]
     assert (thread.next_sequence, thread.uncompacted_count) == (len(contents) + 1, len(contents))
 
 

@@ -10,6 +10,7 @@ adds one statement only when it is not cached.
 from __future__ import annotations
 
 import fcntl
+import importlib
 import os
 import sqlite3
 import uuid
@@ -19,6 +20,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.apps import apps as django_apps
 from django.db import IntegrityError, connection
 from django.db.backends.sqlite3 import base as django_sqlite
 from django.test.utils import CaptureQueriesContext
@@ -29,7 +31,7 @@ from memoryapp.api.auth import key_cache
 from memoryapp.errors import IdempotencyConflict, InvalidInput, ThreadNotFound
 from memoryapp.models import ApiKey, Message, Project, Thread
 from memoryapp.sqlite_backend import base as sqlite_backend
-from tests.conftest import BASE, Api
+from tests.conftest import BASE, Api, Clock, at
 from tests.test_prepare import bulk_thread
 
 
@@ -91,6 +93,65 @@ def test_it_keeps_the_thread_counters_and_totals(project: Project) -> None:
     assert (fresh.tokens_input, fresh.tokens_output, fresh.tokens_total) == (2, 3, 6)
     assert fresh.first_message_at == results[0].message.created_at
     assert fresh.last_message_at == fresh.last_activity == results[2].message.created_at
+
+
+def test_it_keeps_the_threads_latest_created_at_in_the_bump_with_and_without_microseconds(
+    project: Project, clock: Clock
+) -> None:
+    """The UPDATE raises latest_created_at to the message's createdAt and returns it; a
+    live append dated before it takes it. On SQLite both are text compared as text: a
+    time without microseconds ("09:00:00") is below the same second's with them."""
+    thread = working.thread_create(project=project, dataset="d")
+
+    def append(created_at: str | None = None) -> str:
+        done = working.message_append(
+            thread=thread.pk, role="user", content="x",
+            created_at=None if created_at is None else at(created_at),
+        )
+        stored = Message.objects.get(pk=done.message.id).created_at
+        latest = Thread.objects.get(pk=thread.pk).latest_created_at
+        assert stored == done.message.created_at == latest
+        return stored.isoformat()
+
+    clock.set("2026-08-16T09:00:00Z")
+    imported = append("2026-08-16T09:00:00Z")
+    clock.set("2026-08-16T08:59:59.999999Z")
+    raised = append()
+    later = append("2026-08-16T09:00:00.000001Z")
+    clock.set("2026-08-16T09:00:01Z")
+    live = append()
+
+    assert [imported, raised, later, live] == [
+        "2026-08-16T09:00:00+00:00",
+        "2026-08-16T09:00:00+00:00",
+        "2026-08-16T09:00:00.000001+00:00",
+        "2026-08-16T09:00:01+00:00",
+    ]
+
+
+def test_migration_0025_backfills_the_latest_created_at_of_non_summary_messages(
+    project: Project,
+) -> None:
+    out_of_order = working.thread_create(project=project, dataset="d")
+    empty = working.thread_create(project=project, dataset="d")
+    for seq, iso, summary in [
+        (1, "2026-08-16T09:04:00.5Z", False),  # dated ahead by a client
+        (2, "2026-08-16T09:00:01Z", False),  # the server's clock, before it (the defect)
+        (3, "2026-08-16T09:10:00Z", True),  # a summary: dated by the run, not counted
+    ]:
+        Message.objects.create(
+            thread=out_of_order, sequence_number=seq, role="system" if summary else "user",
+            content="x", is_summary=summary, created_at=at(iso),
+        )
+    Thread.objects.filter(pk=out_of_order.pk).update(next_sequence=4)
+    Thread.objects.update(latest_created_at=None)
+    migration = importlib.import_module("memoryapp.migrations.0025_thread_latest_created_at")
+
+    assert migration.backfill_latest_created_at(django_apps, None) == 1
+    assert dict(Thread.objects.values_list("pk", "latest_created_at")) == {
+        out_of_order.pk: at("2026-08-16T09:04:00.5Z"),
+        empty.pk: None,
+    }
 
 
 def test_it_refuses_a_thread_of_another_project_without_touching_it(project: Project) -> None:
@@ -305,9 +366,10 @@ def test_it_rolls_the_raw_transaction_back_on_a_replay_a_refused_time_and_a_miss
     assert first == ["BEGIN IMMEDIATE", "UPDATE", "SELECT", "INSERT", "COMMIT"]
     # The replay rolls its bump back, then reads the first row (through Django).
     assert replay == ["BEGIN IMMEDIATE", "UPDATE", "SELECT", "ROLLBACK", "SELECT"]
-    # createdAt is checked against the last message under the lock: one more SELECT.
-    assert stamped == ["BEGIN IMMEDIATE", "UPDATE", "SELECT", "INSERT", "COMMIT"]
-    assert refused == ["BEGIN IMMEDIATE", "UPDATE", "SELECT", "ROLLBACK"]
+    # createdAt is checked against the thread's latest createdAt, which the UPDATE itself
+    # returns under the lock: no statement of its own.
+    assert stamped == ["BEGIN IMMEDIATE", "UPDATE", "INSERT", "COMMIT"]
+    assert refused == ["BEGIN IMMEDIATE", "UPDATE", "ROLLBACK"]
     assert not raw.in_transaction
     fresh = Thread.objects.get(pk=thread.pk)
     assert (fresh.next_sequence, fresh.uncompacted_count) == (3, 2)
