@@ -11,8 +11,13 @@ history imported today is news today.
 - restore: the older fact is current again (``invalidated_at``/``invalidated_by``
   cleared) and the newer one is invalidated by it at the moment of the restore; both
   directions of the pair are recorded as ``restored``, so neither shows in the inbox
-  again. Recall reads ``invalidated_at``, so it follows at once; an entity summary that
-  quoted the newer fact is replaced (memoryapp.semantic.summaries_refresh).
+  again. A restored fact of a single-valued attribute is that attribute's current value:
+  any other current fact of its subject and attribute (one that had replaced the newer
+  fact meanwhile: Boston restored over Denver while Chicago had replaced Denver) is
+  invalidated by it at that moment too, found then and not reviewed, so the inbox shows
+  it as a contradiction of its own (docs/decisions.md, "Contradictions inbox"). Recall
+  reads ``invalidated_at``, so it follows at once; an entity summary that quoted a fact
+  invalidated here is replaced (memoryapp.semantic.summaries_refresh).
 
 Both tell the dataset's open dashboard pages (events.dataset_changed) once they commit,
 as semantic.fact_delete does for a deleted fact.
@@ -98,13 +103,34 @@ def contradiction_confirm(*, project: Project, fact_id: uuid.UUID, reviewer: Use
     return fact
 
 
+def _rivals(fact: Fact, newer: Fact) -> list[Fact]:
+    """The current facts, locked, that the restored ``fact`` replaces besides ``newer``:
+    same dataset, subject and single-valued attribute, not events (something that
+    happened is no value, semantic._Ledger.add); none when ``fact`` is no single value."""
+    if not (fact.attribute and fact.single_valued and not fact.event):
+        return []
+    return list(
+        Fact.objects.current()
+        .select_for_update()
+        .filter(
+            project_id=fact.project_id, dataset=fact.dataset, subject_id=fact.subject_id,
+            attribute=fact.attribute, single_valued=True,
+        )
+        .exclude(event=True)
+        .exclude(pk__in=[fact.pk, newer.pk])
+        .order_by("valid_from", "id")
+    )
+
+
 def contradiction_restore(*, project: Project, fact_id: uuid.UUID, reviewer: User | None) -> Fact:
     """Make the older fact ``fact_id`` current again and invalidate its replacement by it
-    now (see the module docstring); return the restored fact. Raises FactNotFound as
-    contradiction_confirm does."""
+    now, and every other current value of its single-valued attribute (see the module
+    docstring); return the restored fact. Raises FactNotFound as contradiction_confirm
+    does."""
     with transaction.atomic():
         fact = _pending(project, fact_id)
         newer = Fact.objects.select_for_update().get(pk=_newer(fact).pk)
+        rivals = _rivals(fact, newer)
         moment = timezone.now()
         for older, younger in ((fact, newer), (newer, fact)):
             FactReview.objects.create(
@@ -116,6 +142,14 @@ def contradiction_restore(*, project: Project, fact_id: uuid.UUID, reviewer: Use
         newer.invalidated_at, newer.invalidated_by = moment, fact
         newer.invalidation_found_at = moment
         newer.save(update_fields=["invalidated_at", "invalidated_by", "invalidation_found_at"])
-        semantic.summaries_refresh(project_id=project.pk, dataset=fact.dataset, texts=[newer.text])
+        for rival in rivals:
+            rival.invalidated_at, rival.invalidated_by = moment, fact
+            rival.invalidation_found_at = moment
+        Fact.objects.bulk_update(
+            rivals, ["invalidated_at", "invalidated_by", "invalidation_found_at"]
+        )
+        semantic.summaries_refresh(
+            project_id=project.pk, dataset=fact.dataset, texts=[newer.text, *(r.text for r in rivals)]
+        )
         events.dataset_changed(project_id=project.pk, dataset=fact.dataset)
     return fact

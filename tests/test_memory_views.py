@@ -14,7 +14,7 @@ from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
-from memoryapp import compaction, episodic, fact_review, semantic, working
+from memoryapp import compaction, episodic, fact_review, recall, semantic, working
 from memoryapp.models import Entity, Episode, Fact, FactReview, Job, Thread
 from tests.conftest import World
 from tests.test_dashboard_views import bad_request_text, tree, url
@@ -236,6 +236,82 @@ def test_it_restores_the_older_fact_and_invalidates_the_newer_by_it(world: World
     # The Prius entity quoted the Prius fact, now invalidated, and no current fact names it.
     summaries = dict(Entity.objects.filter(project=world.project).values_list("name", "summary"))
     assert summaries == {"Honda Civic": "The user sold the Civic.", "Prius": "", "user": ""}
+
+
+def _three_homes(world: World) -> tuple[Fact, Fact, Fact]:
+    """Boston, then Denver, then Chicago, each said in a thread of its own and ended:
+    Boston invalidated by Denver, Denver by Chicago."""
+    for content in ["I live in Boston", "I live in Denver now", "I live in Chicago now"]:
+        thread = working.thread_create(project=world.project, dataset="user_42")
+        say_and_end(thread, content)
+    boston, denver, chicago = (
+        Fact.objects.get(attribute="lives in", value__startswith=city)
+        for city in ("Boston", "Denver", "Chicago")
+    )
+    assert (boston.invalidated_by_id, denver.invalidated_by_id, chicago.invalidated_by_id) == (
+        denver.pk, chicago.pk, None,
+    )
+    return boston, denver, chicago
+
+
+def _states(*facts: Fact) -> list[tuple[str, str | None, bool]]:
+    """Each fact's value, the value of what invalidated it, and whether its
+    invalidation was found when it took effect (invalidation_found_at ==
+    invalidated_at, both None for a current fact: a restore's moment)."""
+    states = []
+    for fact in facts:
+        fact.refresh_from_db()
+        by = fact.invalidated_by
+        assert (fact.invalidated_at is None) == (by is None) == (fact.invalidation_found_at is None)
+        states.append((fact.value, by.value if by else None, fact.invalidated_at == fact.invalidation_found_at))
+    return states
+
+
+def test_a_restored_fact_is_the_one_current_value_of_its_attribute(world: World) -> None:
+    """Restoring Boston over Denver, which Chicago had replaced since, left Chicago
+    current too: two current homes, and recall returned both. The restored fact now
+    invalidates every other current value of its single-valued attribute; that
+    invalidation is found then and unreviewed, so the inbox offers it as its own entry."""
+    boston, denver, chicago = _three_homes(world)
+    inbox = fact_review.contradiction_list(project=world.project, dataset="user_42")
+    assert sorted((c.older.value, c.newer.value) for c in inbox) == [
+        ("Boston", "Denver"), ("Denver", "Chicago"),
+    ]
+
+    response = world.client(world.member).post(
+        url("playground:contradiction-restore", world.project, boston.pk)
+    )
+
+    assert response.status_code == 302
+    assert _states(boston, denver, chicago) == [
+        ("Boston", None, True),
+        ("Denver", "Boston", True),
+        ("Chicago", "Boston", True),
+    ]
+    assert chicago.invalidated_at == denver.invalidated_at
+    current = Fact.objects.current().filter(project=world.project, attribute="lives in")
+    assert [f.value for f in current] == ["Boston"]
+    recalled = recall.recall(
+        project=world.project, dataset="user_42", query="where do I live?", include=["facts"]
+    )
+    assert [f["value"] for f in recalled["facts"] if f["attribute"] == "lives in"] == ["Boston"]
+    assert sorted(
+        (r.fact.value, r.replaced_by.value, r.action) for r in FactReview.objects.all()
+    ) == [("Boston", "Denver", "restored"), ("Denver", "Boston", "restored")]
+    inbox = fact_review.contradiction_list(project=world.project, dataset="user_42")
+    assert [(c.older.value, c.newer.value) for c in inbox] == [("Chicago", "Boston")]
+    page = tree(world.client(world.member).get(url("playground:dataset", world.project, dataset="user_42")))
+    assert [c.attrs["data-fact-id"] for c in page.by_testid("contradiction")] == [str(chicago.pk)]
+
+    # That entry restores Chicago the same way: Boston goes, Denver stays replaced.
+    fact_review.contradiction_restore(project=world.project, fact_id=chicago.pk, reviewer=None)
+    assert _states(boston, denver, chicago) == [
+        ("Boston", "Chicago", True),
+        ("Denver", "Boston", True),
+        ("Chicago", None, True),
+    ]
+    assert [f.value for f in Fact.objects.current().filter(attribute="lives in")] == ["Chicago"]
+    assert fact_review.contradiction_list(project=world.project, dataset="user_42") == []
 
 
 def _imported_move(world: World) -> tuple[Fact, Fact]:
