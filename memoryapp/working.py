@@ -406,12 +406,10 @@ def message_append(
     ``thread`` is a Thread or a thread id. With ``project``, the thread must belong to it:
     the API passes the id and the key's project, so the scoped look-up is the UPDATE
     itself. ``tokens`` is ``{"input", "output", "total"}`` (validated non-negative ints) or
-    None. The message's createdAt is the server's clock, read before the lock is waited
-    for, or the thread's latest non-summary createdAt when that is later (a client's
-    dated ahead, or a neighbour that waited less): decided by the UPDATE under the lock,
-    so createdAt never decreases with the sequence number (_dated). ``created_at`` (an
-    import's real time; aware, not in the future) replaces that clock read for the
-    message only (docs/decisions.md "Imported messages keep their real time").
+    None. createdAt is the server's clock or, when later, the thread's latest non-summary
+    createdAt, which the UPDATE returns under the lock: it never decreases with the
+    sequence number (_dated). ``created_at`` (an import's real time; aware, not in the
+    future) replaces the clock (docs/decisions.md "Imported messages keep their real time").
     Raises ThreadNotFound if the thread does not exist (any more), its id is malformed, or
     it is not in ``project``; IdempotencyConflict when ``idempotency_key`` was used on this
     thread for a different message (any field sent differs); InvalidInput (``createdAt``) for a
