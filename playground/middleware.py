@@ -14,18 +14,22 @@ from memoryapp.validation import RAW_PATH_INFO, undecodable_path, undecodable_qu
 from playground.pages import bad_request
 
 
-class CanonicalIdsMiddleware:
-    """A dashboard GET (or HEAD) whose path writes an id in capitals
-    (playground.converters.PathIdConverter takes either case, as /v1 does) is sent, 301,
-    to the same URL with the id in lower case, the query string kept: one URL per page,
-    the one every link, paging control and live refresh of the page uses. Other methods
-    are served as they are (a redirect would lose a POST's body)."""
+class _ViewHook:
+    """A middleware whose work is all in ``process_view``: the request passes through."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         return self.get_response(request)
+
+
+class CanonicalIdsMiddleware(_ViewHook):
+    """A dashboard GET (or HEAD) whose path writes an id in capitals
+    (playground.converters.PathIdConverter takes either case, as /v1 does) is sent, 301,
+    to the same URL with the id in lower case, the query string kept: one URL per page,
+    the one every link, paging control and live refresh of the page uses. Other methods
+    are served as they are (a redirect would lose a POST's body)."""
 
     def process_view(
         self, request: HttpRequest, view: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -73,19 +77,13 @@ class MethodNotAllowedPageMiddleware:
         return page
 
 
-class UndecodableUrlMiddleware:
+class UndecodableUrlMiddleware(_ViewHook):
     """A dashboard URL whose path or query string percent-decodes to bytes that are not
     UTF-8 (``/dashboard/datasets/%FF/export/``, ``?dataset=%E9``) is answered 400 (the
     400.html page naming the parameter: "dataset is not valid UTF-8"). Django decodes such
     a URL with U+FFFD (or percent-encodes the path's bad bytes again), so it addressed the
     dataset "\ufffd" or "%FF"; /v1 refuses the same URLs with ``invalid_unicode``
     (memoryapp.api.params). The path is checked first, then the query string."""
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.get_response(request)
 
     def process_view(
         self, request: HttpRequest, view: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -95,9 +93,7 @@ class UndecodableUrlMiddleware:
             return None
         path_info = request.META.get(RAW_PATH_INFO, "")
         query = request.META.get("QUERY_STRING", "")
-        names = (undecodable_path(path_info) if not path_info.isascii() else []) or (
-            undecodable_query(query) if query else []
-        )
+        names = undecodable_path(path_info) or (undecodable_query(query) if query else [])
         if not names:
             return None
         return bad_request(request, f"{names[0]} is not valid UTF-8")
