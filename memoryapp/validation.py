@@ -72,7 +72,8 @@ CURSOR_PATTERN = r"^[0-9]{1,16}-[0-9a-f]{32}$"
 UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 
 # A client-given time (an imported message's createdAt) may be this far past the server's
-# clock (clocks drift), never further: a message cannot have been written in the future.
+# clock (clocks drift), never further: a message cannot have been written in the future
+# (memoryapp.working.message_append stores such a time as the server's clock).
 CLOCK_SKEW = timedelta(minutes=5)
 # ... and not before the Unix epoch: keyset cursors (CURSOR_PATTERN, a fact's validFrom)
 # are microseconds since it and have no sign.
@@ -270,7 +271,8 @@ def past_time_problem(value: datetime) -> Problem | None:
     if value < EARLIEST_TIME:
         return ("time_too_early", "must be 1970-01-01T00:00:00Z or later")
     if value > timezone.now() + CLOCK_SKEW:
-        return ("time_in_future", "must not be later than the server's current time")
+        minutes = int(CLOCK_SKEW.total_seconds() // 60)
+        return ("time_in_future", f"must not be more than {minutes} minutes after the server's current time")
     return None
 
 

@@ -40,7 +40,7 @@ from memoryapp.results import (
     WindowSummary,
 )
 from memoryapp.timefmt import iso_ms
-from memoryapp.validation import CURSOR_PATTERN, path_id
+from memoryapp.validation import CLOCK_SKEW, CURSOR_PATTERN, path_id
 
 logger = logging.getLogger(__name__)
 
@@ -281,17 +281,28 @@ def _ms_floor(value: datetime) -> datetime:
     return value.replace(microsecond=value.microsecond // 1000 * 1000)
 
 
-def _replayed(message_id: uuid.UUID, attempt: Message, *, created_at_given: bool) -> AppendResult:
+def _replayed(
+    message_id: uuid.UUID, attempt: Message, *, created_at: datetime | None, ahead: bool
+) -> AppendResult:
     """The first message stored under an Idempotency-Key; IdempotencyConflict when
     ``attempt`` (the unsaved row of the replay) differs from it in any field the client
-    sent (_REPLAYED_FIELDS, and created_at when ``created_at_given``: the one stored, or
-    one it was raised from within its millisecond, see _dated)."""
+    sent (_REPLAYED_FIELDS, and ``created_at`` when the client sent one: the one stored
+    or one it was raised from within its millisecond, see _dated). A ``created_at``
+    ``ahead`` of the server's clock, which the append replaces with the clock, matches a
+    stored one up to CLOCK_SKEW before it: the clock of the first append."""
     first = Message.objects.get(pk=message_id)
     if any(getattr(first, name) != getattr(attempt, name) for name in _REPLAYED_FIELDS) or (
-        created_at_given and not _ms_floor(first.created_at) <= attempt.created_at <= first.created_at
+        created_at is not None and not _same_time(first.created_at, created_at, ahead=ahead)
     ):
         raise IdempotencyConflict() from None
     return AppendResult(message=first, replayed=True)
+
+
+def _same_time(stored: datetime, sent: datetime, *, ahead: bool) -> bool:
+    """Whether ``stored`` is what an append of ``sent`` stores (see _replayed)."""
+    if ahead:
+        return sent - CLOCK_SKEW <= stored <= sent
+    return _ms_floor(stored) <= sent <= stored
 
 
 def _compaction_due(counters: sql.Counters) -> bool:
@@ -312,7 +323,7 @@ def _dated(
     sequence number (docs/decisions.md, "createdAt never goes backwards in a thread").
 
     A live append (the server's clock, not ``given``) dated before the thread's latest,
-    which a client may have set up to 5 minutes ahead, takes that time. A client's
+    which another server process's clock may have set ahead, takes that time. A client's
     (``given``) before it at the API's precision (milliseconds, memoryapp.timefmt.iso_ms)
     raises InvalidInput (``createdAt``, code ``before_last_message``); within the same
     millisecond it takes the latest too: a client sending back the ``createdAt`` the API
@@ -408,8 +419,10 @@ def message_append(
     itself. ``tokens`` is ``{"input", "output", "total"}`` (validated non-negative ints) or
     None. createdAt is the server's clock or, when later, the thread's latest non-summary
     createdAt, which the UPDATE returns under the lock: it never decreases with the
-    sequence number (_dated). ``created_at`` (an import's real time; aware, not in the
-    future) replaces the clock (docs/decisions.md "Imported messages keep their real time").
+    sequence number (_dated). ``created_at`` (an import's real time; aware, at most
+    CLOCK_SKEW ahead) replaces the clock when it is before it; one ahead of it is stored
+    as the clock, so no message is dated in the future (docs/decisions.md "Imported
+    messages keep their real time").
     Raises ThreadNotFound if the thread does not exist (any more), its id is malformed, or
     it is not in ``project``; IdempotencyConflict when ``idempotency_key`` was used on this
     thread for a different message (any field sent differs); InvalidInput (``createdAt``) for a
@@ -418,15 +431,17 @@ def message_append(
     """
     pk = thread.pk if isinstance(thread, Thread) else thread_pk(thread)
     now = timezone.now()
+    # A client's createdAt ahead of the clock (within CLOCK_SKEW) is stored as the clock.
+    at = now if created_at is None else min(created_at, now)
+    imported = at < now
     message = _appended_message(
         pk, role=role, content=content, tokens=tokens, model=model, latency_ms=latency_ms,
-        metadata=metadata, idempotency_key=idempotency_key,
-        created_at=now if created_at is None else created_at,
+        metadata=metadata, idempotency_key=idempotency_key, created_at=at,
     )
     params = sql.message_params(message)
     bump = sql.bump_of(
         thread_id=pk, project_id=project.pk if project is not None else None, now=now,
-        tokens=tokens, created_at=created_at,
+        tokens=tokens, created_at=at if imported else None,
     )
     try:
         with sql.append_transaction() as db:
@@ -439,10 +454,10 @@ def message_append(
                 )
                 if existing is not None:
                     raise _Replay(existing)
-            _dated(message, params, counters.latest, given=created_at is not None)
+            _dated(message, params, counters.latest, given=imported)
             upkeep = sql.message_insert(params, sequence=counters.sequence, db=db)
     except _Replay as replay:
-        return _replayed(replay.message_id, message, created_at_given=created_at is not None)
+        return _replayed(replay.message_id, message, created_at=created_at, ahead=not imported)
     except IntegrityError as exc:
         # Only reachable if two writers bypassed the row lock, which the lock prevents;
         # surface it as a conflict rather than a 500.

@@ -341,3 +341,22 @@ def test_it_lists_the_facts_of_one_thread(api: Api, outsider_api: Api, clock: Cl
     assert (resp.status_code, resp.json()) == (404, {"error": "Thread not found"})
     resp = api.get(f"{SEMANTIC}/facts", threadId="not-a-uuid")
     assert (resp.status_code, [i["path"] for i in resp.json()["issues"]]) == (400, [["threadId"]])
+
+
+def test_a_time_ahead_of_the_clock_does_not_outrank_a_later_live_message(api: Api, clock: Clock) -> None:
+    """A client dated "I live in Lima" 4 minutes ahead (the skew the API allows); a
+    minute later "I live in Kyiv" came live in another thread of the dataset. Lima was
+    stored 4 minutes ahead, so its fact outranked Kyiv's; it is now stored at the
+    server's clock, and the later Kyiv is the current fact."""
+    clock.set("2026-08-16T09:00:00Z")
+    lima = _imported(api, "u", ("2026-08-16T09:04:00Z", "I live in Lima"))
+    clock.set("2026-08-16T09:01:00Z")
+    kyiv = api.create_thread(dataset="u")["threadId"]
+    assert api.append(kyiv, "I live in Kyiv").status_code == 201
+    episodic.episode_build(thread_id=kyiv, from_sequence=1, to_sequence=1)
+
+    rows = api.get(f"{SEMANTIC}/facts", dataset="u", includeInvalidated="true").json()["facts"]
+    assert sorted((f["value"], f["threadId"], f["validFrom"], f["invalidatedAt"]) for f in rows) == [
+        ("Kyiv", kyiv, "2026-08-16T09:01:00.000Z", None),
+        ("Lima", lima, "2026-08-16T09:00:00.000Z", "2026-08-16T09:01:00.000Z"),
+    ]

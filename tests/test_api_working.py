@@ -535,9 +535,9 @@ def test_it_keeps_an_imported_messages_real_time(
     assert api.get(f"{BASE}/threads/{thread_id}").json()["lastActivityAt"] == (
         "2026-08-16T09:00:00.000Z"
     )
-    # Within the clock skew the server allows.
+    # Within the clock skew the server allows, stored as the server's clock.
     assert append_ok(api, thread_id, "now", createdAt="2026-08-16T09:04:59Z")["createdAt"] == (
-        "2026-08-16T09:04:59.000Z"
+        "2026-08-16T09:00:00.000Z"
     )
 
 
@@ -622,7 +622,7 @@ def test_it_replays_a_created_at_it_raised_within_its_millisecond(
     first = api.post(messages_url(thread_id), body, headers=headers)
     again = api.post(messages_url(thread_id), body, headers=headers)
     other = api.post(
-        messages_url(thread_id), {**body, "createdAt": "2026-08-16T09:00:00.819Z"}, headers=headers
+        messages_url(thread_id), {**body, "createdAt": "2026-08-16T09:00:00.817Z"}, headers=headers
     )
 
     assert (first.status_code, again.status_code, other.status_code) == (201, 201, 409)
@@ -632,28 +632,59 @@ def test_it_replays_a_created_at_it_raised_within_its_millisecond(
     assert numbers(api.get(messages_url(thread_id))) == [1, 2]
 
 
-def test_it_dates_a_live_message_after_a_clients_ahead_of_the_clock(
+def test_it_stores_a_created_at_ahead_of_the_clock_as_the_clock(
     api: Api, thread_id: str, clock: Clock
 ) -> None:
-    """The 5 minutes of skew a client may date ahead by are not a way to date the next
-    live message before it (docs/decisions.md, "createdAt never goes backwards in a
-    thread"); an import after it may not go below it either."""
-    ahead = append_ok(api, thread_id, "ahead", createdAt="2026-08-16T09:04:59.5Z")
-    live = api.post(
-        messages_url(thread_id), {"role": "user", "content": "live"}, headers={"Idempotency-Key": "l"}
+    """The 5 minutes of skew a client may date ahead by are clock drift, not a time to
+    keep: the message is stored at the server's clock, so a live message in another
+    thread a minute later is later, not earlier (docs/decisions.md, "Imported messages
+    keep their real time"). A retry of it with its Idempotency-Key is the same message
+    while the time it sent is ahead of the clock."""
+    clock.set("2026-08-16T09:00:00.250Z")
+    ahead = api.post(
+        messages_url(thread_id), {"role": "user", "content": "ahead", "createdAt": "2026-08-16T09:04:59.5Z"},
+        headers={"Idempotency-Key": "a"},
     )
+    clock.set("2026-08-16T09:01:00Z")
+    other = api.create_thread()["threadId"]
+    live = append_ok(api, other, "live elsewhere")
     replay = api.post(
-        messages_url(thread_id), {"role": "user", "content": "live"}, headers={"Idempotency-Key": "l"}
+        messages_url(thread_id), {"role": "user", "content": "ahead", "createdAt": "2026-08-16T09:04:59.5Z"},
+        headers={"Idempotency-Key": "a"},
+    )
+    changed = api.post(
+        messages_url(thread_id), {"role": "user", "content": "ahead", "createdAt": "2026-08-16T09:00:30Z"},
+        headers={"Idempotency-Key": "a"},
     )
 
-    assert ahead["createdAt"] == live.json()["createdAt"] == "2026-08-16T09:04:59.500Z"
-    assert (live.status_code, replay.status_code, replay.json()) == (201, 201, live.json())
-    early = api.append(thread_id, "import", createdAt="2026-08-16T09:02:00Z")
+    assert (ahead.status_code, ahead.json()["createdAt"]) == (201, "2026-08-16T09:00:00.250Z")
+    assert live["createdAt"] == "2026-08-16T09:01:00.000Z"
+    assert (replay.status_code, replay.headers["Idempotent-Replayed"], replay.json()) == (
+        201, "true", ahead.json()
+    )
+    assert changed.status_code == 409
+    # An import after it may date at or after the stored time, not before it.
+    early = api.append(thread_id, "import", createdAt="2026-08-16T09:00:00.249Z")
     assert (early.status_code, early.json()["issues"][0]["code"]) == (400, "before_last_message")
-    stats = api.get(f"{BASE}/threads/{thread_id}/stats").json()
-    # The thread's activity stays the server's own time.
-    assert stats["lastActivityAt"] == "2026-08-16T09:00:00.000Z"
+    assert append_ok(api, thread_id, "import", createdAt="2026-08-16T09:00:00.250Z")["sequenceNumber"] == 2
     assert numbers(api.get(messages_url(thread_id))) == [1, 2]
+
+
+def test_a_replay_of_an_import_is_not_loosened_by_the_skew(
+    api: Api, thread_id: str, clock: Clock
+) -> None:
+    """Only a time ahead of the clock matches an earlier stored one; an import's replay
+    with a later past time is another message."""
+    first = api.post(
+        messages_url(thread_id), {"role": "user", "content": "x", "createdAt": "2026-08-16T08:00:00Z"},
+        headers={"Idempotency-Key": "i"},
+    )
+    later = api.post(
+        messages_url(thread_id), {"role": "user", "content": "x", "createdAt": "2026-08-16T08:01:00Z"},
+        headers={"Idempotency-Key": "i"},
+    )
+
+    assert (first.status_code, later.status_code) == (201, 409)
 
 
 def test_it_drops_unknown_metadata_keys(api: Api, thread_id: str) -> None:

@@ -243,8 +243,9 @@ class MessageIn(_In):
         default=None,
         description=(
             "For imports only: when the message was really written (RFC 3339 with a UTC "
-            "offset, 1970 to now). Not before the createdAt of the thread's last "
-            "non-summary message. Left out: the server's clock at the append."
+            "offset, 1970 to now; up to 5 minutes ahead of the server's clock is taken "
+            "as clock skew and stored as the server's clock). Not before the createdAt of "
+            "the thread's last non-summary message. Left out: the server's clock at the append."
         ),
     )
 
