@@ -271,6 +271,7 @@ class ThreadCounters(_ThreadRow):
     last_compacted_at: datetime | None
     last_compaction_error: str
     last_compaction_error_at: datetime | None
+    latest_created_at: datetime | None
 
 
 @dataclass(frozen=True, slots=True)

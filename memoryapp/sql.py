@@ -342,6 +342,8 @@ def _bump_sql(vendor: str, scoped: bool) -> str:
     return (
         f"UPDATE {t} SET next_sequence = next_sequence + 1, "
         "uncompacted_count = uncompacted_count + 1, "
+        # last_message_at is the append's time (idle detection: the thread's real
+        # silence), first_message_at the first message's createdAt (sessionDuration).
         "last_activity = %s, last_message_at = %s, "
         "first_message_at = COALESCE(first_message_at, %s), "
         # max(the thread's latest createdAt, this message's), NULL the smallest; on SQLite
@@ -381,7 +383,7 @@ def bump_of(
     t_in, t_out, t_total, counted = (
         (tokens["input"], tokens["output"], tokens["total"], 1) if tokens else (0, 0, 0, 0)
     )
-    params = [at, at, at, created, created, t_in, t_out, t_total, counted, _db_uuid(thread_id)]
+    params = [at, at, created, created, created, t_in, t_out, t_total, counted, _db_uuid(thread_id)]
     scoped = project_id is not None
     return Bump(scoped=scoped, params=[*params, project_id] if scoped else params)
 
@@ -763,7 +765,7 @@ def _counters_sql(vendor: str, scoped: bool) -> str:
         "SELECT id, created, last_activity, next_sequence, uncompacted_count, "
         "first_message_at, last_message_at, tokens_input, tokens_output, tokens_total, "
         "messages_with_tokens, compaction_count, active_summary_id, last_compacted_at, "
-        "last_compaction_error, last_compaction_error_at "
+        "last_compaction_error, last_compaction_error_at, latest_created_at "
         f"FROM {_q(Thread._meta.db_table)} WHERE id = %s{scope}"
     )
 
@@ -792,6 +794,7 @@ def thread_counters(*, thread_id: uuid.UUID, project_id: int | None) -> ThreadCo
         last_compacted_at=_aware(row[13]),
         last_compaction_error=row[14],
         last_compaction_error_at=_aware(row[15]),
+        latest_created_at=_aware(row[16]),
     )
 
 

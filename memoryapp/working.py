@@ -698,8 +698,8 @@ def thread_stats(
             average_per_message=round(thread.tokens_total / thread.messages_with_tokens),
         )
     duration = None
-    if real_messages >= 2 and thread.first_message_at and thread.last_message_at:
-        delta = thread.last_message_at - thread.first_message_at
+    if real_messages >= 2 and thread.first_message_at and thread.latest_created_at:
+        delta = thread.latest_created_at - thread.first_message_at
         duration = int(delta.total_seconds() * 1000)
     return ThreadStats(
         thread_id=thread.id,

@@ -1108,6 +1108,25 @@ def test_it_reports_null_usage_and_duration_until_there_is_data(
     )
 
 
+def test_the_session_duration_of_an_import_is_the_conversations_own_span(
+    api: Api, thread_id: str, clock: Clock
+) -> None:
+    """sessionDuration is the last real message's createdAt minus the first's (DESIGN.md
+    section 6 item 9), not how long the import took; the thread's activity stays the
+    appends' own time."""
+    clock.set("2026-08-16T09:00:00.000Z")
+    append_ok(api, thread_id, "first", createdAt="2023-05-08T13:56:00Z")
+    clock.set("2026-08-16T09:00:00.020Z")
+    append_ok(api, thread_id, "last", createdAt="2023-05-08T15:26:30.5Z")
+
+    body = api.get(f"{BASE}/threads/{thread_id}/stats").json()
+
+    assert (body["sessionDuration"], body["lastActivityAt"]) == (
+        {"ms": 5430500, "seconds": 5430},
+        "2026-08-16T09:00:00.020Z",
+    )
+
+
 def test_it_averages_tokens_over_the_messages_that_carried_them(api: Api, thread_id: str) -> None:
     append_ok(api, thread_id, tokens={"input": 10, "output": 0, "total": 10})
     append_ok(api, thread_id)

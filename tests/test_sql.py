@@ -117,6 +117,7 @@ def test_it_keeps_the_threads_latest_created_at_in_the_bump_with_and_without_mic
     imported = append("2026-08-16T09:00:00Z")
     clock.set("2026-08-16T08:59:59.999999Z")
     raised = append()
+    clock.set("2026-08-16T09:00:00.5Z")
     later = append("2026-08-16T09:00:00.000001Z")
     clock.set("2026-08-16T09:00:01Z")
     live = append()
@@ -451,3 +452,27 @@ def test_it_rewrites_placeholders_as_django_does_once_per_query_text(db: None) -
         cursor.execute("SELECT %s || '%%', %s", ["b", 3])
         assert cursor.fetchone() == ("b%", 3)
     assert sqlite_backend.qmark.cache_info().hits == hits + 1
+
+
+def test_migration_0026_backfills_the_first_created_at_of_non_summary_messages(
+    project: Project,
+) -> None:
+    imported = working.thread_create(project=project, dataset="d")
+    empty = working.thread_create(project=project, dataset="d")
+    for seq, iso, summary in [
+        (1, "2023-05-08T13:56:00Z", False),  # an import's real time
+        (2, "2023-05-08T14:30:00Z", False),
+        (3, "2026-08-16T09:10:00Z", True),  # a summary: dated by the run, not counted
+    ]:
+        Message.objects.create(
+            thread=imported, sequence_number=seq, role="system" if summary else "user",
+            content="x", is_summary=summary, created_at=at(iso),
+        )
+    Thread.objects.filter(pk=imported.pk).update(next_sequence=4, first_message_at=at("2026-08-16T09:00:00Z"))
+    migration = importlib.import_module("memoryapp.migrations.0026_thread_first_message_created_at")
+
+    assert migration.backfill_first_message_at(django_apps, None) == 1
+    assert dict(Thread.objects.values_list("pk", "first_message_at")) == {
+        imported.pk: at("2023-05-08T13:56:00Z"),
+        empty.pk: None,
+    }

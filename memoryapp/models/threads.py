@@ -36,13 +36,15 @@ class Thread(models.Model):
 
     next_sequence = models.PositiveBigIntegerField(default=1)
     uncompacted_count = models.PositiveIntegerField(default=0)
+    # The first non-summary message's createdAt (sessionDuration runs from it to
+    # latest_created_at, DESIGN.md section 6 item 9); the last append's time (the
+    # thread's real silence, which idle detection reads).
     first_message_at = models.DateTimeField(null=True, blank=True)
     last_message_at = models.DateTimeField(null=True, blank=True)
     # The latest createdAt of the thread's non-summary messages (None: none yet), kept by
     # the append's own UPDATE under the thread's lock: a message appended without
     # createdAt is dated max(the server's clock, this), so createdAt never decreases with
-    # the sequence number although a client may date one up to 5 minutes ahead
-    # (docs/decisions.md, "createdAt never goes backwards in a thread").
+    # the sequence number (docs/decisions.md, "createdAt never goes backwards in a thread").
     latest_created_at = models.DateTimeField(null=True, blank=True)
     tokens_input = models.PositiveBigIntegerField(default=0)
     tokens_output = models.PositiveBigIntegerField(default=0)
