@@ -392,14 +392,16 @@ def test_two_ages_in_one_sentence_are_two_facts_and_replacing_one_leaves_the_oth
 def test_a_message_after_one_dated_ahead_is_not_dated_before_it_and_the_later_statement_wins(
     api: Api, end: Any, clock: Clock
 ) -> None:
-    """A client may date a message up to 5 minutes ahead (clock skew); the next message,
-    dated by the server's clock, took the earlier time, so "I live in Oslo now" read as
-    older than "I live in Rome": the Oslo fact was stored invalidated by Rome, recall
-    answered Rome, the episode started after it ended. A live append is dated
-    max(the clock, the thread's latest createdAt) (docs/decisions.md, "createdAt never
-    goes backwards in a thread")."""
+    """A message dated ahead (once a client's createdAt up to 5 minutes ahead, now a
+    server process whose clock runs ahead of another's); the next message, dated by a
+    slower clock, took the earlier time, so "I live in Oslo now" read as older than "I
+    live in Rome": the Oslo fact was stored invalidated by Rome, recall answered Rome,
+    the episode started after it ended. A live append is dated max(the clock, the
+    thread's latest createdAt) (docs/decisions.md, "createdAt never goes backwards in a
+    thread")."""
     thread = api.create_thread(dataset="skew")["threadId"]
-    rome = api.append(thread, "I live in Rome", createdAt="2026-08-16T09:04:00Z").json()
+    clock.set("2026-08-16T09:04:00Z")
+    rome = api.append(thread, "I live in Rome").json()
     clock.set("2026-08-16T09:00:01.250731Z")
     oslo = api.append(thread, "I live in Oslo now").json()
     clock.set("2026-08-16T09:04:00.000100Z")  # past it by less than a millisecond
