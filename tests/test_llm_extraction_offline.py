@@ -1606,3 +1606,39 @@ def test_relatives_moving_replace_where_they_lived_not_where_the_user_lives(proj
     ]
     old = Fact.objects.get(text="The user's parents live in Porto.")
     assert old.invalidated_by is not None and old.invalidated_by.text == "The user's parents moved to Lisbon."
+
+
+@pytest.mark.parametrize(
+    ("content", "text"),
+    [
+        (
+            "If I get the job at Google, I'll move to Seattle.",
+            "If the user gets the job at Google, the user will move to Seattle.",
+        ),
+        (
+            "If my wife agrees, we will adopt a dog named Max.",
+            "If the user's wife agrees, the user and others will adopt a dog named Max.",
+        ),
+        ("If it rains, I'll stay home.", "If it rains, the user will stay home."),
+    ],
+)
+def test_a_condition_opening_a_clause_stays_with_it_and_states_no_attribute(content: str, text: str) -> None:
+    """The condition was split off and dropped: "If my wife agrees, we will adopt a dog
+    named Max" stored "dog: Max" as if the user had one."""
+    (fact,) = extract_episode([_m(1, content)]).facts
+    assert (fact.text, fact.attribute, fact.value) == (text, "", "")
+
+
+@pytest.mark.parametrize(
+    ("content", "fact"),
+    [
+        ("If I remember correctly, my sister lives in Rome.", ("user's sister", "lives in", "Rome", True)),
+        ("If you must know, I work at Google.", ("user", "works at", "Google", True)),
+        ("I live in Seattle if you must know.", ("user", "lives in", "Seattle", True)),
+        ("I work at Google, if that helps.", ("user", "works at", "Google", True)),
+    ],
+)
+def test_a_condition_about_the_talk_frames_a_fact_without_becoming_its_value(
+    content: str, fact: tuple[str, str, str, bool]
+) -> None:
+    assert _facts(content) == [fact]

@@ -236,6 +236,8 @@ _MARKER = (
     r"unfortunately|thankfully|hopefully|surprisingly|interestingly|funnily enough|"
     r"guess what|you know what|you know|listen|look|also|plus|besides|incidentally|"
     r"in fact|of course|to be honest|tbh|believe it or not|long story short|just so you know|"
+    r"if I (?:remember|recall)(?: (?:correctly|right))?|if I(?:'m| am)(?: being)? honest|"
+    r"if you (?:ask me|must know|want to know|remember)|if anything|"
     r"(?:(?:big|good|great|bad|sad|exciting|happy|some|breaking|fun|random|quick|little|"
     r"funny|true|side)\s+)?(?:news|update|fact|story|note|thought|confession|announcement))"
 )
@@ -799,7 +801,7 @@ _PATTERNS = [
 
 # Words that end a value phrase: what follows is another clause or a time adverb.
 _VALUE_END = re.compile(
-    r"\s+(?:and|but|because|since|so|which|who|that|when|while|where|(?:right |just |for )?now|"
+    r"\s+(?:and|but|because|since|so|if|unless|which|who|that|when|while|where|(?:right |just |for )?now|"
     r"at the moment|at present|these days|"
     r"nowadays|anymore|any more|any longer|again|lately|sometimes|often|occasionally|rarely|regularly|today|tonight|yesterday|for|with|though|although|as|"
     r"after|before|until|due to|thanks to|"
@@ -1052,8 +1054,11 @@ _ADVERBIAL = re.compile(
 def _adverbial(piece: str) -> bool:
     """Whether ``piece`` (split off before a first-person clause) is a phrase of time or
     place opening that clause ("In 2019, I moved to Denver"): a few words, no first
-    person of its own; or a clause of time or reason leaning on it ("When I was 10")."""
+    person of its own; or a clause of time, reason or condition leaning on it ("When I
+    was 10", "If I get the job")."""
     words = piece.split()
+    if _CONDITION.match(piece.strip()):
+        return 0 < len(words) <= 16
     if _SUBORDINATE.match(piece.strip()):
         return 0 < len(words) <= 10
     return 0 < len(words) <= 6 and not _FIRST_PERSON.search(piece) and bool(_ADVERBIAL.match(piece.strip()))
@@ -1064,6 +1069,21 @@ _SUBORDINATE = re.compile(
     r"^(?:when|whenever|after|before|since|while|once|until|because|as soon as)\s+(?:I|we|my|our)\b",
     re.IGNORECASE,
 )
+
+
+# A condition opening a clause ("If I get the job at Google, I'll move to Seattle"): the
+# clause is no fact without it, so it keeps its text and states no attribute
+# (_conditioned). "Unless" and "even if" keep the main clause true and are left alone.
+_CONDITION = re.compile(r"^(?:only )?if\b", re.IGNORECASE)
+
+
+def _conditioned(clause: str, facts: list[_Found]) -> None:
+    """Drop the attribute of ``facts`` found in a ``clause`` that opens with a condition
+    (_CONDITION): "If my wife agrees, we will adopt a dog named Max" says no dog."""
+    if not _CONDITION.match(clause):
+        return
+    for fact in facts:
+        fact.attribute, fact.value, fact.single, fact.retires, fact.retires_when = "", "", False, (), ""
 
 
 def _core(clause: str) -> str:
@@ -2281,6 +2301,7 @@ def facts_in(message: TranscriptMessage, previous: str = "") -> list[_Found]:
                 facts = _facts_of_clause(clause, speaker, text, message.sequence_number, group)
                 _mark_unowned(facts, clause, ", ".join(sentence))
                 _not_tail(clause, facts)
+                _conditioned(clause, facts)
                 found.extend(facts)
     return [f.restored() for f in _without_echoes(found)]
 
