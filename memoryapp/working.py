@@ -419,21 +419,17 @@ def message_append(
     itself. ``tokens`` is ``{"input", "output", "total"}`` (validated non-negative ints) or
     None. createdAt is the server's clock or, when later, the thread's latest non-summary
     createdAt, which the UPDATE returns under the lock: it never decreases with the
-    sequence number (_dated). ``created_at`` (an import's real time; aware, at most
-    CLOCK_SKEW ahead) replaces the clock when it is before it; one ahead of it is stored
-    as the clock, so no message is dated in the future (docs/decisions.md "Imported
-    messages keep their real time").
+    sequence number (_dated). ``created_at`` (an import's real time; aware) replaces the
+    clock when before it, else is stored as the clock (docs/decisions.md "Imported
+    messages keep their real time", "A createdAt ahead of the server's clock").
     Raises ThreadNotFound if the thread does not exist (any more), its id is malformed, or
     it is not in ``project``; IdempotencyConflict when ``idempotency_key`` was used on this
     thread for a different message (any field sent differs); InvalidInput (``createdAt``) for a
     ``created_at`` before the thread's latest non-summary createdAt at millisecond precision
-    (decided by the UPDATE under the lock, no statement of its own).
-    """
+    (decided by the UPDATE under the lock, no statement of its own)."""
     pk = thread.pk if isinstance(thread, Thread) else thread_pk(thread)
     now = timezone.now()
-    # A client's createdAt ahead of the clock (within CLOCK_SKEW) is stored as the clock.
-    at = now if created_at is None else min(created_at, now)
-    imported = at < now
+    at = now if created_at is None else min(created_at, now)  # ahead of the clock: the clock
     message = _appended_message(
         pk, role=role, content=content, tokens=tokens, model=model, latency_ms=latency_ms,
         metadata=metadata, idempotency_key=idempotency_key, created_at=at,
@@ -441,7 +437,7 @@ def message_append(
     params = sql.message_params(message)
     bump = sql.bump_of(
         thread_id=pk, project_id=project.pk if project is not None else None, now=now,
-        tokens=tokens, created_at=at if imported else None,
+        tokens=tokens, created_at=at if at < now else None,
     )
     try:
         with sql.append_transaction() as db:
@@ -454,10 +450,10 @@ def message_append(
                 )
                 if existing is not None:
                     raise _Replay(existing)
-            _dated(message, params, counters.latest, given=imported)
+            _dated(message, params, counters.latest, given=at < now)
             upkeep = sql.message_insert(params, sequence=counters.sequence, db=db)
     except _Replay as replay:
-        return _replayed(replay.message_id, message, created_at=created_at, ahead=not imported)
+        return _replayed(replay.message_id, message, created_at=created_at, ahead=at == now)
     except IntegrityError as exc:
         # Only reachable if two writers bypassed the row lock, which the lock prevents;
         # surface it as a conflict rather than a 500.
