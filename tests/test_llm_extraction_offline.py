@@ -1642,3 +1642,21 @@ def test_a_condition_about_the_talk_frames_a_fact_without_becoming_its_value(
     content: str, fact: tuple[str, str, str, bool]
 ) -> None:
     assert _facts(content) == [fact]
+
+
+@pytest.mark.parametrize(
+    ("content", "fact"),
+    [
+        ("I moved back to my hometown, Dayton.", ("user", "lives in", "Dayton", True)),
+        ("I work at a small startup, Finch.", ("user", "works at", "Finch", True)),
+        ("I live in a small village, Hallstatt, in Austria.", ("user", "lives in", "Hallstatt", True)),
+        ("I live in Boston, Massachusetts.", ("user", "lives in", "Boston", True)),
+        ("I live in a small town, which I love.", ("user", "lives in", "small town", True)),
+        ("I'm from Brazil originally.", ("user", "from", "Brazil", True)),
+    ],
+)
+def test_a_name_set_after_a_common_noun_by_a_comma_is_the_value(
+    content: str, fact: tuple[str, str, str, bool]
+) -> None:
+    """"my hometown, Dayton" stored lives in "hometown"; "Brazil originally" kept its adverb."""
+    assert _facts(content)[0] == fact

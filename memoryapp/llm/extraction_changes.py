@@ -241,10 +241,35 @@ def _ruled(rules: list[_Rule], clause: str) -> Change | None:
         match = rule.regex.search(clause)
         if not match:
             continue
-        value = _clean(match.group("value") or match.groupdict().get("v2") or "")
+        value = _clean(apposed(clause, match) if match.group("value") else match.groupdict().get("v2") or "")
         if value and not _TIME.match(value):
             return rule.attribute, value, rule.single, rule.kind
     return None
+
+
+# A name set after a common noun by a comma ("my hometown, Dayton", "a small startup,
+# Finch"), then the clause ends, or a comma or a preposition goes on.
+_APPOSED_NAME = re.compile(
+    r"^,\s+(?P<name>[^\W\d_][\w'-]*(?: [^\W\d_][\w'-]*){0,2})(?=\s*(?:[,.;:!?]|$|\s(?:in|on|at|near)\b))"
+)
+_NOT_APPOSED = frozenset(("I", "We", "My", "Our", "It", "That", "This", "He", "She", "They"))
+
+
+def apposed(clause: str, match: re.Match[str]) -> str:
+    """The raw ``value`` group of ``match`` (a pattern's match in ``clause``) or, when that
+    names no one (no capital letter: "my hometown") and a name follows it after a comma
+    ("my hometown, Dayton"), that name."""
+    raw = match.group("value")
+    if any(ch.isupper() for ch in raw):
+        return raw
+    after = _APPOSED_NAME.match(clause[match.end("value") :])
+    if after is None:
+        return raw
+    name = after.group("name")
+    words = name.split()
+    if words[0] in _NOT_APPOSED or not all(word[0].isupper() for word in words):
+        return raw
+    return name
 
 
 def _clean(raw: str) -> str:

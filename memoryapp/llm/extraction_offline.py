@@ -94,6 +94,7 @@ from datetime import datetime, timedelta
 
 from memoryapp.llm.extraction_changes import (
     LOST,
+    apposed,
     change_ending,
     change_in,
     own_loss,
@@ -804,6 +805,7 @@ _VALUE_END = re.compile(
     r"\s+(?:and|but|because|since|so|if|unless|which|who|that|when|while|where|(?:right |just |for )?now|"
     r"at the moment|at present|these days|"
     r"nowadays|anymore|any more|any longer|again|lately|sometimes|often|occasionally|rarely|regularly|today|tonight|yesterday|for|with|though|although|as|"
+    r"originally|initially|at first|by birth|"
     r"after|before|until|due to|thanks to|"
     r"last|next|every|once|twice|ago|(?:\d+|an?|one|two|three|four|five|six|a few|a couple(?: of)?|several) "
     r"(?:days?|weeks?|months?|years?|decades?) (?:ago|back)|(?:in|on|since) (?:the )?(?:\d{4}|spring|summer|autumn|"
@@ -1566,7 +1568,7 @@ def _matched(patterns: list[_Pattern], clause: str) -> tuple[str, str, bool, str
             continue
         if pattern.fixed:
             return pattern.attribute, pattern.fixed, pattern.single, ""
-        value = clean_value(match.group("value"))
+        value = clean_value(apposed(clause, match))
         if not value or (pattern.attribute == "name" and not _introduces(value)):
             continue
         attribute = pattern.attribute
