@@ -866,7 +866,7 @@ def test_a_new_employer_after_quitting_is_current(project: Project, clock: Clock
         # fact is dropped.
         (
             ("I love when you give me tips. I value them a lot.",),
-            [("The user loves when you give the user tips.", "stance on when you give me tips", "likes")],
+            [("The user loves when you give the user tips.", "", "")],
         ),
         (("I quit my job. I hated it.",), [("The user quit the user's job.", "job", "quit")]),
         (("I turned 34. I celebrated it.",), [("The user turned 34.", "age", "34")]),
@@ -1660,3 +1660,19 @@ def test_a_name_set_after_a_common_noun_by_a_comma_is_the_value(
 ) -> None:
     """"my hometown, Dayton" stored lives in "hometown"; "Brazil originally" kept its adverb."""
     assert _facts(content)[0] == fact
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["I love that idea!", "I like your style.", "I really love the way you think.", "I love that you remembered.", "I love you guys."],
+)
+def test_it_states_nothing_for_a_compliment_on_the_talk(content: str) -> None:
+    """These stored "stance on that idea: likes" and the like, about the talk, not the user."""
+    assert _facts(content) == []
+
+
+def test_a_stance_on_what_the_one_addressed_does_keeps_its_text_and_no_attribute() -> None:
+    assert _facts("I hate when you interrupt me.", "I love reading mystery novels.") == [
+        ("user", "", "", False),
+        ("user", "stance on reading mystery novels", "likes", True),
+    ]

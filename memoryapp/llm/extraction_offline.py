@@ -1138,6 +1138,8 @@ _META = re.compile(
     r"|I(?:'ll| will) (?:think about it|keep (?:that|it|this) in mind|try (?:that|it|this))[.!]*$"
     r"|I(?:'m| am) (?:so |really |very )?(?:sorry|glad|happy) to hear\b"
     r"|I(?:'ve| have)?(?: just)? changed my mind[.!]*$"
+    r"|I (?:really |totally |just |absolutely |so )?(?:love|like|hate|appreciate|enjoy|adore)"
+    r"(?: that| this| what| how| the way)? (?:you\b|your\b|(?:that|this|the) (?:idea|plan|suggestion|advice|tip)\b)"
     r")",
     re.IGNORECASE,
 )
@@ -1537,7 +1539,14 @@ def _item(match: re.Match[str]) -> str:
         raw = f"{gerund(first)} {rest}"
     else:
         return ""
-    return _LIGHT_VERB.sub("", clean_value(raw).lower())
+    item = _LIGHT_VERB.sub("", clean_value(raw).lower())
+    return "" if _NO_ITEM.search(item) else item
+
+
+# An item that points at the talk, not at a thing the speaker likes for good: the one
+# addressed ("your style", "the way you think") or what was just said ("that idea",
+# "that you remembered").
+_NO_ITEM = re.compile(r"^(?:that|this|these|those|what|how)\b|\b(?:you|your|yours|you're|youre|u|ur)\b")
 
 
 # A light verb before its object says nothing of the item: "playing darts" is "darts",
