@@ -554,7 +554,7 @@ def test_an_age_of_someone_else_is_a_fact_about_them_and_the_relation_stays_apar
     [
         ("I'm vegetarian.", [("The user is vegetarian.", "diet", "vegetarian")]),
         ("I'm diabetic.", [("The user is diabetic.", "condition", "diabetic")]),
-        ("I'm married.", [("The user is married.", "", "")]),
+        ("I'm married.", [("The user is married.", "partner", "married")]),
         ("I'm Jewish.", [("The user is Jewish.", "", "")]),
         ("I'm 34.", [("The user is 34.", "age", "34")]),
         ("I'm retired.", [("The user is retired.", "job", "retired")]),
@@ -1676,3 +1676,28 @@ def test_a_stance_on_what_the_one_addressed_does_keeps_its_text_and_no_attribute
         ("user", "", "", False),
         ("user", "stance on reading mystery novels", "likes", True),
     ]
+
+
+@pytest.mark.parametrize(
+    ("contents", "partner"),
+    [
+        (("I got married last weekend to Sam!",), ["Sam"]),
+        (("Sam and I got married yesterday.",), ["Sam"]),
+        (("Priya and I are engaged.",), ["Priya"]),
+        (("I'm single.", "I just got married!"), ["single", "married"]),
+        (("I'm married with two kids.",), ["married"]),
+        (("I got engaged last month.",), ["engaged"]),
+        (("I'm engaged in a big project at work.",), []),
+    ],
+)
+def test_a_wedding_or_engagement_is_the_partner_fact_however_said(contents: tuple[str, ...], partner: list[str]) -> None:
+    """A time between "married" and "to Sam", "Sam and I got married", and a marriage with
+    no one named stated no partner, so "single" stayed current."""
+    assert [v for _, a, v, _ in _facts(*contents) if a == "partner"] == partner
+
+
+@pytest.mark.parametrize("denial", ["I'm not a nurse.", "I am not a nurse."])
+def test_a_denial_is_no_bare_correction(denial: str) -> None:
+    """"I'm a nurse. I'm not a nurse." read as the correction "X, not Y" with X "I'm" and
+    stored job "I'm" ("The user is a I'm.")."""
+    assert [(a, v) for _, a, v, _ in _facts("I'm a nurse.", denial)] == [("job", "nurse"), ("", "")]

@@ -434,6 +434,13 @@ def _relation_kind(word: str) -> str:
 
 _PARTNER = "|".join(sorted(_PARTNER_WORDS))
 # The end of a partnership, said by the speaker, "we", "my wife and I" or "Priya and I".
+# When, said between a verb and its object: "got married last weekend to Sam".
+_WHEN_SAID = (
+    r"(?: (?:last|this|next) (?:week|weekend|month|year|summer|spring|fall|autumn|winter|night)"
+    r"| (?:yesterday|today|recently)| in \d{4}| in [A-Z][a-z]+| on [A-Z][a-z]+)?"
+)
+
+
 _PARTNERSHIP_ENDS = [
     _p(
         rf"(?:\b(?:I|we)|\bmy {_ADJ}(?:{_PARTNER}) and I|\b{_NAME} and I)(?:'ve| have| had)?"
@@ -672,7 +679,15 @@ _PATTERNS = [
     _p(r"\bI was born (?:in|on) " + _VALUE, "born", single=True),
     _p(
         rf"\bI(?:'m| am|'ve| have)?(?: just| recently| finally)? (?:now |got |gotten |been )?"
-        rf"(?:married|engaged) to (?P<value>{_NAME})\b",
+        rf"(?:married|engaged){_WHEN_SAID} to (?P<value>{_NAME})\b",
+        PARTNER,
+        single=True,
+        kind="person",
+    ),
+    # "Sam and I got married", "Priya and I are engaged".
+    _p(
+        rf"\b(?P<value>{_NAME}) and I(?: just| recently| finally| officially)? (?:got|are|were|'re|have been) "
+        r"(?:married|engaged)\b",
         PARTNER,
         single=True,
         kind="person",
@@ -691,6 +706,14 @@ _PATTERNS = [
         PARTNER,
         single=True,
         kind="person",
+    ),
+    # Married or engaged, no one named ("I just got married!", "I'm engaged now"): it ends
+    # "single" all the same (the named forms above come first).
+    _p(
+        r"\bI(?:'m| am|'ve| have)?(?: just| recently| finally| now| officially| happily)? (?:got |gotten |been |now )?"
+        r"(?P<value>married(?!\s+to\b)|engaged(?=\s*(?:$|[,.!;:]|now\b|last\b|yesterday\b|this\b|and\b)))\b",
+        PARTNER,
+        single=True,
     ),
     _p(
         r"\bmy (?:all[- ]time )?favou?rite (?P<attr>[a-z]+(?: [a-z]+)?) (?:is|was|are) (?:a |an |the )?"
@@ -2534,6 +2557,13 @@ _CORRECTION = re.compile(
     rf"|not\s+{_ARTICLE}(?P<old2>{_FIX_WORDS}),?\s+(?:but\s+)?{_ARTICLE}(?P<new2>{_FIX_WORDS}))\s*[.!]*$",
     re.IGNORECASE,
 )
+# An X that is a subject or a verb, not a value: "I'm not a nurse" denies, it corrects
+# nothing (it stored job "I'm").
+_NO_FIX = re.compile(
+    r"^(?:i|i'm|im|i've|we|we're|you|you're|he|he's|she|she's|they|they're|it|it's|that|that's|this|"
+    r"there|there's)$|\b(?:am|is|are|was|were|do|does|did|have|has|had|don't|doesn't|can|can't|will|won't)$",
+    re.IGNORECASE,
+)
 # "X, not Y" closing a clause that states X ("I'm allergic to peanuts, not shellfish").
 _NOT_TAIL = re.compile(rf",?\s+not\s+{_ARTICLE}(?P<old>{_FIX_WORDS})\s*[.!]*$", re.IGNORECASE)
 
@@ -2555,6 +2585,8 @@ def _corrected(message: TranscriptMessage, found: list[_Found]) -> list[_Found]:
         if match is None:
             continue
         new, old = (match.group("new"), match.group("old")) if match.group("new") else (match.group("new2"), match.group("old2"))
+        if _NO_FIX.search(new):
+            continue
         named = _naming(old)
         target = next(
             (f for f in reversed(found) if (f.speaker or f.subject) == speaker and f.attribute and named.search(f.value)),
