@@ -187,6 +187,9 @@ def test_it_reads_a_speaker_label_as_the_subject() -> None:
         ("I try to go every week", "Ana", "Ana tries to go every week."),
         ("I also need a visa", "Ana", "Ana also needs a visa."),
         ("we'll visit my parents", "Ana", "Ana and others will visit Ana's parents."),
+        # An irregular past tense takes no -s ("The user brokes the user's leg").
+        ("I broke my leg skiing", "user", "The user broke the user's leg skiing."),
+        ("I fought with my brother", "Ana", "Ana fought with Ana's brother."),
     ],
 )
 def test_it_rewrites_a_clause_in_the_third_person(clause: str, speaker: str, expected: str) -> None:

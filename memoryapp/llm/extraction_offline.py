@@ -1272,7 +1272,13 @@ _NO_AGREEMENT = frozenset(
         "sent sold spent stood taught understood wore won wrote ate began bought brought "
         "built caught chose drew drove fell flew forgot grew heard held kept led lent let "
         "meant read rode rang sang sat slept spoke swam threw tried used started became "
-        "been quit cut set hit shut hurt cost bet split spread cannot"
+        "been quit cut set hit shut hurt cost bet split spread cannot "
+        "broke woke froze stole bit hid shook forgave arose awoke bent bled blew bound bred "
+        "burnt clung crept dealt dug dove dreamt drank dwelt fed fled flung fought forbade "
+        "ground hung knelt laid lay leant leapt learnt lit mistook overcame rose sank sought "
+        "shone shot shrank slid smelt sped spelt spun spat sprang stuck stung stank strode "
+        "struck swore swept swung tore trod undertook underwent withdrew wept wound wrung "
+        "shed slung beat oversaw overslept rebuilt retook rewrote sewn"
     )
 )
 
