@@ -1704,3 +1704,11 @@ def test_a_denial_is_no_bare_correction(denial: str) -> None:
     """"I'm a nurse. I'm not a nurse." read as the correction "X, not Y" with X "I'm" and
     stored job "I'm" ("The user is a I'm.")."""
     assert [(a, v) for _, a, v, _ in _facts("I'm a nurse.", denial)] == [("job", "nurse"), ("", "")]
+
+
+def test_a_relatives_employer_apart_from_the_title_reads_as_a_sentence() -> None:
+    """It read "user's brother works at Tesla." (no article, lower case)."""
+    assert _texts("My brother works at Tesla as an engineer.") == [
+        "The user's brother works at Tesla as an engineer.",
+        "The user's brother works at Tesla.",
+    ]

@@ -2246,7 +2246,7 @@ def _employment(fact: _Found, clause: str) -> list[_Found]:
         employer = names[0] if len(names) == 1 else ""
     if not title or not employer:
         return [fact]
-    owner = "The user" if fact.subject == USER else fact.subject
+    owner = f"The {fact.subject}" if fact.subject == USER or fact.subject.startswith(f"{USER}'s ") else fact.subject
     work = _Found(
         text=f"{owner} works at {employer}.",
         subject=fact.subject,
