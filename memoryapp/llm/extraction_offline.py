@@ -1161,6 +1161,10 @@ _META = re.compile(
     r"|I(?:'ll| will) (?:think about it|keep (?:that|it|this) in mind|try (?:that|it|this))[.!]*$"
     r"|I(?:'m| am) (?:so |really |very )?(?:sorry|glad|happy) to hear\b"
     r"|I(?:'ve| have)?(?: just)? changed my mind[.!]*$"
+    r"|that's (?:what|all) I (?:said|meant|thought|wanted)\b"
+    r"|I(?:'m| am)? (?:so |really |very |just |also )*(?:hope|wish|miss|proud of|happy for|glad for|"
+    r"thinking of|praying for|can't wait to (?:see|meet|hear from|talk to|catch up with)|"
+    r"(?:look|am looking|'m looking) forward to (?:seeing|meeting|hearing from|talking to)) you\b"
     r"|I (?:really |totally |just |absolutely |so )?(?:love|like|hate|appreciate|enjoy|adore)"
     r"(?: that| this| what| how| the way)? (?:you\b|your\b|(?:that|this|the) (?:idea|plan|suggestion|advice|tip)\b)"
     r")",
