@@ -63,7 +63,7 @@ def _facts(*contents: str) -> list[tuple[str, str, str, bool]]:
         ("My favorite band is Radiohead.", ("user", "favorite band", "Radiohead", True)),
         ("I really love sourdough baking.", ("user", "stance on sourdough baking", "likes", True)),
         ("I hate cilantro.", ("user", "stance on cilantro", "dislikes", True)),
-        ("I have two dogs and a parrot.", ("user", "has", "dogs", False)),
+        ("I have two dogs and a parrot.", ("user", "number of dogs", "2", True)),
         ("My birthday is on June 4.", ("user", "birthday", "June 4", True)),
         ("I'm allergic to peanuts, sadly.", ("user", "allergic to", "peanuts", False)),
         ("I'm vegetarian, so no meat.", ("user", "diet", "vegetarian", True)),
@@ -1712,3 +1712,51 @@ def test_a_relatives_employer_apart_from_the_title_reads_as_a_sentence() -> None
         "The user's brother works at Tesla as an engineer.",
         "The user's brother works at Tesla.",
     ]
+
+
+def test_a_count_of_ones_own_is_one_number_a_new_count_replaces() -> None:
+    """"I have 3 cats" was has: cats, the count dropped, so "I have 5 cats now" restated it
+    and recall kept answering 3."""
+    assert _facts("I have 3 cats.", "I have 5 cats now.", "I have two kids.") == [
+        ("user", "number of cats", "3", True),
+        ("user", "number of cats", "5", True),
+        ("user", "number of kids", "2", True),
+    ]
+    (kids,) = [f for f in extract_episode([_m(1, "I don't have kids."), _m(2, "I have two kids.")]).facts if f.value == "2"]
+    assert kids.retires == ("kids",)
+
+
+@pytest.mark.parametrize(
+    ("content", "fact"),
+    [
+        ("My budget is 20000 euros.", ("user", "budget", "20000 euros", True)),
+        ("So my rent is $2000 a month.", ("user", "rent", "$2000 a month", True)),
+        ("My phone number is 555-1234.", ("user", "phone number", "555-1234", True)),
+        ("My car is red.", ("user", "car", "red", True)),
+    ],
+)
+def test_a_number_of_ones_own_is_its_thing(content: str, fact: tuple[str, str, str, bool]) -> None:
+    """"My budget is 20000 euros" then "35000 euros" were two current facts with no attribute."""
+    assert _facts(content) == [fact]
+
+
+def test_a_number_about_a_relative_is_no_attribute_of_theirs_by_name_of_relation() -> None:
+    assert [a for _, a, _, _ in _facts("My son is 5.", "My older sister is 40.")] == ["", ""]
+
+
+@pytest.mark.parametrize(
+    ("contents", "values"),
+    [
+        (("I live in Rome.", "I live in Milan, not Rome."), ["Rome", "Milan"]),
+        (("I live in Rome.", "No, I live in Milan, not Rome."), ["Rome", "Milan"]),
+    ],
+)
+def test_a_statement_x_not_y_is_no_bare_correction(contents: tuple[str, ...], values: list[str]) -> None:
+    """It also read as the bare correction "X, not Y" with X "I live in Milan" and stored
+    lives in "I live in Milan" ("The user lives in I live in Milan."), the current fact."""
+    assert [v for _, a, v, _ in _facts(*contents) if a == "lives in"] == values
+
+
+def test_every_leading_conjunction_goes_before_the_third_person() -> None:
+    """"Oh and I live in Milan" read "And the user live in Milan."."""
+    assert _texts("Oh and I live in Milan.") == ["The user lives in Milan."]

@@ -336,6 +336,8 @@ def change_ending(clause: str, attribute: str, value: str) -> tuple[tuple[str, .
         return _loss_ends(clause, value)
     if value.lower() != "none" and (attribute in _CHILD_WORDS or (attribute in (KIDS, "has") and _kids(value))):
         return (KIDS,), ""
+    if attribute.startswith("number of ") and _kids(attribute) and value != "0":  # "I have two kids"
+        return (KIDS,), ""
     return None
 
 

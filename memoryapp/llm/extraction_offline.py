@@ -226,7 +226,7 @@ _ORGANISATION = re.compile(
 _PLACE_CUE = re.compile(
     r"\b(?:in|to|from|at|near|visit(?:ed|ing)?|around)\s+(?:the\s+)?$", re.IGNORECASE
 )
-_LEADING_CONJUNCTION = re.compile(r"^(?:and|but|so|also|then|plus|oh|well)\b,?\s*", re.IGNORECASE)
+_LEADING_CONJUNCTION = re.compile(r"^(?:(?:and|but|so|also|then|plus|oh|well)\b,?\s*)+", re.IGNORECASE)
 # Discourse markers and interjections: words that frame a statement and say nothing of
 # its content (a closed class of English, not names or topics).
 _MARKER = (
@@ -364,6 +364,14 @@ _JOB_NOUN = r"(?:(?:new |first |full-time |part-time |summer )?(?:job|position|r
 #: on running: likes) through memoryapp.semantic's rule for a single-valued attribute,
 #: while likes of different things stay side by side.
 STANCE = "stance on"
+#: How many of a thing one has in all ("I have 3 cats"): the attribute is "number of
+#: <things>", single-valued, the value the count, so "I have 5 cats now" replaces it.
+COUNT = "number of"
+#: A thing of one's own that is a number ("My budget is 20000 euros"): the attribute is
+#: the thing ("budget"), single-valued.
+MEASURE = "<measure>"
+_LEAD_IN = r"(?:so |and |but |also |now |btw |anyway |ok |okay )"
+_COUNT_WORDS = "two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
 _LIKES, _DISLIKES, _STOPPED = "likes", "dislikes", "stopped"
 _DOES, _CHANGED = "does", "changed mind"
 _ITEM = r"(?P<value>[^,;.!?]+)"
@@ -722,6 +730,11 @@ _PATTERNS = [
         single=True,
     ),
     _p(
+        rf"{_I} (?:have|own)(?: (?:just|now|still))? (?P<count>{_COUNT_WORDS}|\d{{1,6}}) {_VALUE}",
+        COUNT,
+        single=True,
+    ),
+    _p(
         rf"{_I} (?:have|own|got|bought|purchased|adopted)(?: just)? (?:a|an|two|three|four|five|\d+) (?:new )?{_VALUE}",
         "has",
         single=False,
@@ -821,6 +834,14 @@ _PATTERNS = [
     # "I left Acme": the job ends only if Acme is where the speaker works (retires_when).
     # Last, so a clause that says more ("I left Paris when I moved to Leeds") keeps that.
     _p(rf"{_I}{_HAVE} left (?P<value>{_NAME})\b", "", single=False, retires=_LEFT_EMPLOYER),
+    # A number of one's own: "My budget is 20000 euros", "my goal is 10000 steps a day" (the
+    # thing is the attribute, so a new figure replaces the old). Not a relative's age.
+    _p(
+        rf"^(?:{_LEAD_IN})?my (?!{_ADJ}(?:{_RELATION_WORDS})s?\b)(?P<attr>[a-z]+(?: [a-z]+)?) (?:is|was) "
+        r"(?:now |currently |still |only |about |around )?(?P<value>[^,;!?]*\d[^,;!?]*)",
+        MEASURE,
+        single=True,
+    ),
 ]
 
 # Words that end a value phrase: what follows is another clause or a time adverb.
@@ -1610,6 +1631,11 @@ def _matched(patterns: list[_Pattern], clause: str) -> tuple[str, str, bool, str
             continue
         if pattern.fixed:
             return pattern.attribute, pattern.fixed, pattern.single, ""
+        if pattern.attribute == COUNT:
+            counted = _counted(match)
+            if counted:
+                return counted
+            continue
         value = clean_value(apposed(clause, match))
         if not value or (pattern.attribute == "name" and not _introduces(value)):
             continue
@@ -1618,9 +1644,23 @@ def _matched(patterns: list[_Pattern], clause: str) -> tuple[str, str, bool, str
             value = pattern.lead + value.lower()
         if "attr" in match.groupdict():
             attr = match.group("attr").lower()
-            attribute = f"favorite {attr}" if attribute == "favorite" else "likes"
+            if attribute == MEASURE:
+                attribute, value = attr, value.rstrip(". ")
+            else:
+                attribute = f"favorite {attr}" if attribute == "favorite" else "likes"
         return attribute, value, pattern.single, pattern.kind
     return None
+
+
+def _counted(match: re.Match[str]) -> tuple[str, str, bool, str] | None:
+    """The COUNT attribute of "I have 3 cats": ("number of cats", "3", True, ""); None
+    when no plural noun follows the count ("I have 2 go", "I have two left")."""
+    things = clean_value(match.group("value")).lower()
+    if not things or not re.fullmatch(r"[a-z][a-z' -]*s", things) or len(things.split()) > 3:
+        return None
+    count = match.group("count").lower()
+    number = str(_COUNT_WORDS.split("|").index(count) + 2) if count in _COUNT_WORDS.split("|") else count
+    return f"{COUNT} {things}", number, True, ""
 
 
 def _weight(clause: str, attribute: str, names: list[tuple[str, str, bool]]) -> float:
@@ -2398,7 +2438,7 @@ def _facts_of_clause(clause: str, speaker: str, text: str, sequence: int, group:
         found.extend(members)
         if len(_WORD.findall(rest)) >= 2:  # "My kids Lily and Tom love the park"
             fact = _clause_fact(clause, speaker, text, sequence, ages)
-            if fact.attribute == "has":  # "I have two kids: ..." has the members, not "kids: Lily"
+            if fact.attribute == "has" or fact.attribute.startswith(COUNT):  # the members, not "kids: Lily"
                 fact.attribute, fact.value = "", ""
             found.append(fact)
     elif _is_statement(clause) and not _restates_speaker(clause, speaker):
@@ -2568,10 +2608,11 @@ _CORRECTION = re.compile(
     re.IGNORECASE,
 )
 # An X that is a subject or a verb, not a value: "I'm not a nurse" denies, it corrects
-# nothing (it stored job "I'm").
+# nothing (it stored job "I'm"); "I live in Milan, not Rome" states X itself (_NOT_TAIL).
 _NO_FIX = re.compile(
-    r"^(?:i|i'm|im|i've|we|we're|you|you're|he|he's|she|she's|they|they're|it|it's|that|that's|this|"
-    r"there|there's)$|\b(?:am|is|are|was|were|do|does|did|have|has|had|don't|doesn't|can|can't|will|won't)$",
+    r"^(?:i|i'm|im|i've|i'd|i'll|we|we're|you|you're|he|he's|she|she's|they|they're|it|it's|that|"
+    r"that's|this|there|there's)(?:\s|$)|\b(?:am|is|are|was|were|do|does|did|have|has|had|don't|doesn't|"
+    r"can|can't|will|won't)$",
     re.IGNORECASE,
 )
 # "X, not Y" closing a clause that states X ("I'm allergic to peanuts, not shellfish").
