@@ -361,13 +361,29 @@ class _Ledger:
         if newer and new.event:  # it happened before them: it ends only what is older
             others = [o for o in others if o.valid_from <= new.valid_from]
         elif newer:
-            latest = max(newer, key=lambda o: o.valid_from)
-            new.invalidated_at, new.invalidated_by = latest.valid_from, latest
+            later = self._next_later(new, newer)
+            new.invalidated_at, new.invalidated_by = later.valid_from, later
             new.invalidation_found_at = timezone.now()
             self.stored.invalidated.append(new)
             return
         for old in others:
             self._invalidate(old, new)
+
+    def _next_later(self, new: Fact, newer: list[Fact]) -> Fact:
+        """The statement that ended ``new``, stated out of order (an import of old history):
+        the earliest of the subject's facts of its attribute stated after it with another
+        value, current (``newer``) or already replaced ("Paris" of 2019 imported after
+        "Rome" of 2020 and "Oslo" of today is ended by Rome in 2020, not by Oslo today)."""
+        stored = Fact.objects.filter(
+            project_id=new.project_id, dataset=new.dataset, subject_id=new.subject_id,
+            attribute=new.attribute, single_valued=True, event=False, valid_from__gt=new.valid_from,
+        ).exclude(value_key=new.value_key).order_by("valid_from", "created")[:1]
+        made = [
+            f for f in self.new
+            if f is not new and f.subject_id == new.subject_id and f.attribute == new.attribute
+            and not f.event and f.valid_from > new.valid_from and f.value_key != new.value_key
+        ]
+        return min([*newer, *stored, *made], key=lambda f: f.valid_from)
 
     def retire(self, new: Fact, attributes: Iterable[str], when: str) -> None:
         """ExtractedFact.retires: the current single-valued facts of ``new``'s subject with

@@ -360,3 +360,21 @@ def test_a_time_ahead_of_the_clock_does_not_outrank_a_later_live_message(api: Ap
         ("Kyiv", kyiv, "2026-08-16T09:01:00.000Z", None),
         ("Lima", lima, "2026-08-16T09:00:00.000Z", "2026-08-16T09:01:00.000Z"),
     ]
+
+
+def test_an_old_fact_imported_late_is_ended_by_the_next_later_one(api: Api, clock: Clock) -> None:
+    """Rome of 2020, then Oslo today, then Paris of 2019 imported: Paris was recorded as
+    replaced by Oslo today, as if the user lived in Paris until now; it is ended by Rome
+    in 2020 (as deleting Oslo already had it)."""
+    clock.set("2026-08-16T09:00:00Z")
+    _imported(api, "u", ("2020-05-01T00:00:00Z", "I live in Rome"))
+    oslo = api.create_thread(dataset="u")["threadId"]
+    assert api.append(oslo, "I live in Oslo").status_code == 201
+    episodic.episode_build(thread_id=oslo, from_sequence=1, to_sequence=1)
+    _imported(api, "u", ("2019-05-01T00:00:00Z", "I live in Paris"))
+
+    assert _facts(api, dataset="u") == [
+        ("The user lives in Paris.", "2020-05-01T00:00:00.000Z", "The user lives in Rome."),
+        ("The user lives in Rome.", "2026-08-16T09:00:00.000Z", "The user lives in Oslo."),
+        ("The user lives in Oslo.", None, None),
+    ]
