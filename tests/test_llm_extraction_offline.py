@@ -1760,3 +1760,18 @@ def test_a_statement_x_not_y_is_no_bare_correction(contents: tuple[str, ...], va
 def test_every_leading_conjunction_goes_before_the_third_person() -> None:
     """"Oh and I live in Milan" read "And the user live in Milan."."""
     assert _texts("Oh and I live in Milan.") == ["The user lives in Milan."]
+
+
+@pytest.mark.parametrize(
+    ("content", "value"),
+    [
+        ("I've lived in Berlin for 5 years.", "Berlin"),
+        ("I have lived in Berlin since 2019.", "Berlin"),
+        ("We've been living in Austin.", "Austin"),
+        ("I've lived in Paris and Rome.", None),
+    ],
+)
+def test_having_lived_somewhere_for_a_while_is_living_there(content: str, value: str | None) -> None:
+    """"I've lived in Berlin for 5 years" stated no home; a list of places lived in is
+    experience, not a home."""
+    assert [v for _, a, v, _ in _facts(content) if a == "lives in"] == ([value] if value else [])

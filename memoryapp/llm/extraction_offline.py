@@ -513,6 +513,16 @@ _PATTERNS = [
         kind="product",
     ),
     _p(rf"{_WE_I} live (?:in|at|near) {_VALUE}", "lives in", single=True, kind="place"),
+    # Still there: "I've been living in Berlin", "I've lived in Berlin for 5 years / since 2019".
+    _p(
+        rf"{_WE_I}(?:'ve| have) (?:been living|lived) (?:in|at|near) "
+        r"(?P<value>[^,;.!?]+?)(?= for (?:\w+ )?(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|"
+        r"a few|several|many|some) (?:years?|months?|weeks?|decades?)\b| since\b| now\b)",
+        "lives in",
+        single=True,
+        kind="place",
+    ),
+    _p(rf"{_WE_I}(?:'ve| have) been living (?:in|at|near) {_VALUE}", "lives in", single=True, kind="place"),
     _p(rf"{_WE_I}{_HAVE} (?:moved|relocated) to {_VALUE}", "lives in", single=True, kind="place"),
     _p(
         rf"{_WE_I}{_HAVE} (?:moved|relocated) (?:out of|away from) {_VALUE}",
