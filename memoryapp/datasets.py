@@ -141,7 +141,7 @@ def _export_parts(project: Project, dataset: str) -> Iterator[str]:
     )
     yield from _array(serializers.fact_to_dict(f) for f in facts.iterator(EXPORT_CHUNK))
     yield ',"entities":'
-    entities = Entity.objects.filter(project=project, dataset=dataset).order_by("name", "id")
+    entities = Entity.objects.filter(project=project, dataset=dataset).order_by("key", "id")
     yield from _array(serializers.entity_to_dict(e) for e in entities.iterator(EXPORT_CHUNK))
     yield "}"
 

@@ -198,7 +198,9 @@ class EntityBook:
 def entity_list(
     *, project: Project, dataset: str | None = None, limit: int = 50, cursor: str | None = None
 ) -> tuple[list[Entity], str | None]:
-    """``(entities, next_cursor)`` of ``project`` (one dataset, or all), by name; each has
+    """``(entities, next_cursor)`` of ``project`` (one dataset, or all), by name whatever
+    its case (the case-folded ``key``: "anna", "Bob", "user", "Zoe"; a letter beyond
+    ASCII sorts by its code point, after "z"); each has
     ``fact_count`` (serializers.entity_to_dict reads it): the current facts that are
     about it or mention it. Raises InvalidInput
     for a malformed cursor."""
@@ -206,16 +208,16 @@ def entity_list(
     if dataset is not None:
         qs = qs.filter(dataset=dataset)
     if cursor:
-        name, last_id = cursor_decode(cursor, size=2)
-        qs = qs.filter(Q(name__gt=name) | Q(name=name, id__gt=cursor_uuid(last_id)))
+        key, last_id = cursor_decode(cursor, size=2)
+        qs = qs.filter(Q(key__gt=key) | Q(key=key, id__gt=cursor_uuid(last_id)))
     qs = qs.annotate(
         fact_count=Count("facts", filter=Q(facts__invalidated_at__isnull=True), distinct=True)
     )
-    rows: list[Entity] = list(qs.order_by("name", "id")[: limit + 1])
+    rows: list[Entity] = list(qs.order_by("key", "id")[: limit + 1])
     next_cursor = None
     if len(rows) > limit:
         last = rows[limit - 1]
-        next_cursor = cursor_encode([last.name, str(last.id)])
+        next_cursor = cursor_encode([last.key, str(last.id)])
     return rows[:limit], next_cursor
 
 

@@ -445,3 +445,15 @@ def test_an_event_stored_after_a_later_value_ends_nothing_and_stays_current(
         ("The user drives a Tesla now.", False, None),
     ]
     assert audit.fact_audit(project_id=project.pk, dataset="user_42") == []
+
+
+def test_it_lists_entities_by_name_whatever_its_case_and_pages_the_same_way(project: Project) -> None:
+    """Ordered by the raw name, capitals came before every lower-case name ("Zoe" before
+    "anna" and "user")."""
+    for name in ["Zoe", "anna", "user", "Bob", "carl"]:
+        Entity.objects.create(project=project, dataset="d", name=name, key=semantic.entity_key(name), kind="person")
+    first, cursor = semantic.entity_list(project=project, dataset="d", limit=3)
+    rest, end = semantic.entity_list(project=project, dataset="d", limit=3, cursor=cursor)
+
+    assert [e.name for e in first] + [e.name for e in rest] == ["anna", "Bob", "carl", "user", "Zoe"]
+    assert end is None
