@@ -1775,3 +1775,18 @@ def test_having_lived_somewhere_for_a_while_is_living_there(content: str, value:
     """"I've lived in Berlin for 5 years" stated no home; a list of places lived in is
     experience, not a home."""
     assert [v for _, a, v, _ in _facts(content) if a == "lives in"] == ([value] if value else [])
+
+
+@pytest.mark.parametrize(
+    ("content", "fact"),
+    [
+        ('I live in "Oslo" <script>alert(1)</script>', ("user", "lives in", "Oslo", True)),
+        ("I work at <b>Acme</b>.", ("user", "works at", "Acme", True)),
+        ('My favorite band is "The Cure".', ("user", "favorite band", "The Cure", True)),
+    ],
+)
+def test_markup_is_no_part_of_a_value_and_a_quotation_is_kept_whole(
+    content: str, fact: tuple[str, str, str, bool]
+) -> None:
+    """It stored lives in 'Oslo" <script>alert(1)</script>' and an entity of that name."""
+    assert _facts(content) == [fact]

@@ -920,11 +920,28 @@ def _within_cap(words: list[str]) -> list[str]:
     return words
 
 
+# Markup in a value: a tag ("<b>Acme</b>") goes, and the value ends at a character no
+# name or phrase holds ('"Oslo" <script>...' is Oslo).
+_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
+_NOT_IN_VALUE = re.compile(r"[<>{}\[\]|`\\].*$", re.DOTALL)
+_QUOTED = re.compile(r'^\s*(?P<q>["\u201c\u201d])(?P<inner>[^"\u201c\u201d]+)["\u201c\u201d]')
+
+
+def _unmarked(raw: str) -> str:
+    """``raw`` without markup (_TAG, _NOT_IN_VALUE)."""
+    return _NOT_IN_VALUE.sub("", _TAG.sub("", raw)).strip()
+
+
 def clean_value(raw: str) -> str:
     """A pattern's value phrase, trimmed: cut at the next clause or time adverb (a
     sentence's punctuation already ended it), leading articles dropped, at most
-    MAX_VALUE_WORDS words ending at a phrase boundary; "" when nothing definite is left."""
-    value = _VALUE_END.sub("", _DASH.split(raw.strip())[0])
+    MAX_VALUE_WORDS words ending at a phrase boundary; "" when nothing definite is left.
+    A quoted value is the quotation as written ('"The Cure"' -> "The Cure")."""
+    text = _unmarked(raw)
+    quoted = _QUOTED.match(text)
+    if quoted:
+        return " ".join(_within_cap(quoted.group("inner").split()))
+    value = _VALUE_END.sub("", _DASH.split(text)[0])
     if _NO_OBJECT.match(value):
         return ""
     for _ in range(4):
