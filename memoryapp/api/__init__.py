@@ -16,6 +16,7 @@ from ninja.errors import AuthenticationError
 
 from memoryapp.api.auth import ApiKeyAuth
 from memoryapp.api.params import query_check
+from memoryapp.api.schemas import add_common_responses
 from memoryapp.datasets import DatasetNotFound
 from memoryapp.errors import (
     AgentInUse,
@@ -36,13 +37,16 @@ from memoryapp.validation import JSON_VALUE_SCHEMA, json_value_refs
 
 class MemoryApi(NinjaAPI):
     """NinjaAPI whose OpenAPI document also defines ``JsonValue``, the free-form JSON
-    that thread metadata holds (memoryapp.validation.JsonObject refers to it)."""
+    that thread metadata holds (memoryapp.validation.JsonObject refers to it), and lists
+    on every operation the errors any route can answer (401, 429, 503...;
+    memoryapp.api.schemas.add_common_responses)."""
 
     def get_openapi_schema(self, *args: Any, **kwargs: Any) -> Any:
         schema = super().get_openapi_schema(*args, **kwargs)
         schema["components"].setdefault("schemas", {})["JsonValue"] = JSON_VALUE_SCHEMA
         for key in ("paths", "components"):
             schema[key] = json_value_refs(schema[key])
+        schema["paths"] = add_common_responses(schema["paths"])
         return schema
 
 

@@ -9,6 +9,8 @@ before routing either way) and ``?``, ``#``, ``%`` or spaces (percent-encoded) a
 the handler whole. ``GET .../{dataset}/export`` takes everything before the last
 ``/export``; a DELETE of a name that itself ends in ``/export`` matches the export route
 first, so that route answers DELETE too, for the name with its ``/export`` put back.
+That DELETE is routing, not an operation of its own: the OpenAPI document leaves it out
+(``DELETE /datasets/{dataset}`` documents it, a name ending in ``/export`` included).
 """
 
 from __future__ import annotations
@@ -83,7 +85,9 @@ def export_dataset(request: HttpRequest, path: Path[DatasetPath]) -> StreamingHt
 )
 def delete_dataset(request: HttpRequest, path: Path[DatasetPath]) -> dict[str, int]:
     """Threads, messages, summaries, notes, turns, jobs, episodes, facts and entities of
-    the dataset, for good; recall finds nothing afterwards."""
+    the dataset, for good; recall finds nothing afterwards. ``{dataset}`` runs to the end
+    of the path: a name holding ``/`` may be sent raw or as ``%2F``, and a name ending in
+    ``/export`` is deleted here too."""
     return datasets.dataset_delete(project=request_project(request), dataset=path.dataset).to_dict()
 
 
@@ -111,6 +115,7 @@ class ExportSuffixPath(_In):
     "/datasets/{path:dataset}/export",
     response={200: DatasetDeletedOut, **ERRORS},
     summary="Delete a dataset whose name ends in /export",
+    include_in_schema=False,
 )
 def delete_dataset_named_export(request: HttpRequest, path: Path[ExportSuffixPath]) -> dict[str, int]:
     """Deletes the dataset named ``{dataset}/export``, as DELETE /datasets/{dataset} would

@@ -101,6 +101,50 @@ class ErrorOut(_Out):
 #: The error answers every authenticated route documents (bad input, no key, not found).
 ERRORS: dict[int, Any] = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut}
 
+_ERROR_REF = {"$ref": "#/components/schemas/ErrorOut"}
+_RETRY_AFTER = {
+    "Retry-After": {"description": "seconds to wait before retrying", "schema": {"type": "integer", "minimum": 1}}
+}
+#: What every /v1 operation can answer whatever the route (docs/api.md, "Errors"):
+#: status -> (description, with a Retry-After header).
+ANY_ROUTE_ERRORS: dict[str, tuple[str, bool]] = {
+    "400": ("Validation error: a bad path or query parameter (or body), named in issues", False),
+    "401": ("Unauthorized: no key, a wrong key, a revoked key", False),
+    "429": ("Too many requests: the key spent its allowance (MEMORY_API_RATE_LIMIT); wait Retry-After seconds", True),
+    "503": ("Database unavailable: the connection was lost mid-request and the request rolled back; retry", True),
+}
+#: What every write (POST, PUT, PATCH, DELETE) can answer besides: its body, optional or
+#: not taken at all, is read as JSON when one is sent (memoryapp.api.params).
+WRITE_ERRORS: dict[str, tuple[str, bool]] = {
+    "413": ("Payload too large: content over its limit, or a body too large to read", False),
+    "415": ("Unsupported media type: a body sent with a Content-Type other than application/json", False),
+}
+
+
+def add_common_responses(paths: dict[str, Any]) -> dict[str, Any]:
+    """``paths`` (an OpenAPI document's) with ANY_ROUTE_ERRORS on every operation and
+    WRITE_ERRORS on every write, each with the ErrorOut body (and Retry-After where it is
+    sent); a status an operation already documents is left as it is."""
+    for operations in paths.values():
+        for method, operation in operations.items():
+            common = dict(ANY_ROUTE_ERRORS)
+            if method in ("post", "put", "patch", "delete"):
+                common.update(WRITE_ERRORS)
+            # ninja's keys are ints; JSON makes every key a string anyway.
+            responses = {str(status): answer for status, answer in operation.get("responses", {}).items()}
+            for status, (description, retry_after) in common.items():
+                if status in responses:
+                    continue
+                response: dict[str, Any] = {
+                    "description": description,
+                    "content": {"application/json": {"schema": dict(_ERROR_REF)}},
+                }
+                if retry_after:
+                    response["headers"] = dict(_RETRY_AFTER)
+                responses[status] = response
+            operation["responses"] = dict(sorted(responses.items()))
+    return paths
+
 
 # --- Threads ------------------------------------------------------------------------------
 
