@@ -9,6 +9,13 @@ and answers such a request 400 naming the parameter, after the key was checked (
 checks the key before it validates parameters) and before anything else runs. A query
 string or path whose percent-decoded bytes are not UTF-8 is refused the same way
 (``invalid_unicode``), naming the parameter that holds them.
+
+The same wrapper holds a route that takes no body (compact, end, the DELETE routes) to
+the body rule of the routes that take one (docs/api.md, "Errors"): ninja never read
+such a body, so ``compact`` with a text/plain body or ``{bad`` compacted. An empty body
+is fine; any other must be JSON sent as JSON (415, 400 ``invalid_json``) and a JSON
+object or ``null`` (its fields are dropped unread, as unknown fields of every body are),
+as prepare's optional body is.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from typing import Any
 
 from django.http import HttpRequest, QueryDict
 from django.http.response import HttpResponseBase
+from ninja.errors import HttpError
 from ninja.operation import Operation
 from ninja.params.models import BodyModel, QueryModel
 from pydantic import BaseModel
@@ -42,6 +50,34 @@ def declared_query(operation: Operation) -> tuple[frozenset[str], frozenset[str]
             names.update(flatten)
             lists.update(getattr(model, "__ninja_collection_fields__", ()))
     return frozenset(names), frozenset(lists)
+
+
+# The methods whose body has a meaning (RFC 9110); a GET's or HEAD's body is ignored.
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def takes_body(operation: Operation) -> bool:
+    """Whether ``operation`` declares a JSON body (required or optional)."""
+    return any(issubclass(model, BodyModel) for model in operation.models)
+
+
+def unread_body_problem(request: HttpRequest, operation: Operation) -> Exception | None:
+    """What is wrong with the body of a request to ``operation``, a route that takes none
+    (None: nothing, or an empty body): the exception its API answers, as ninja's
+    parsing of a body route would raise it. Unparseable (415 for another media type,
+    400 ``invalid_json``, ``too_deep``, ``number_too_long``): an HttpError caused by the
+    parser's error; valid JSON that is neither an object nor null: 400 ``model_type``."""
+    if not request.body:
+        return None
+    try:
+        data = operation.api.parser.parse_body(request)
+    except Exception as exc:
+        refused = HttpError(400, "Cannot parse request body")
+        refused.__cause__ = exc
+        return refused
+    if data is None or isinstance(data, dict):
+        return None
+    return InvalidInput([{"path": [], "message": "Request body must be a JSON object", "code": "model_type"}])
 
 
 def body_fields(operation: Operation) -> frozenset[str]:
@@ -126,16 +162,27 @@ def query_check(run: Run) -> Run:
     authenticated as the operation would (a missing key stays 401, a spent one 429) and
     then answered 400 ``Validation error`` with those issues; more query parameters than Django parses is
     answered by the API's handler (400 ``too_many_parameters``); any other request runs
-    as before. The declared names are read once, here."""
+    as before. The declared names are read once, here.
+
+    On a route that takes no body, a POST, PUT, PATCH or DELETE whose body
+    unread_body_problem finds fault with is authenticated the same way and then answered
+    as that problem (415 or 400; 413 for a body too large to read), nothing run."""
     operation: Operation = run.__self__  # type: ignore[attr-defined]
     names, lists = declared_query(operation)
     body = body_fields(operation)
+    bodyless = not takes_body(operation)
 
     @wraps(run)
     def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         path_info = request.META.get(RAW_PATH_INFO, "")
+        problem: Exception | None = None
+        if bodyless and request.method in BODY_METHODS:
+            try:
+                problem = unread_body_problem(request, operation)
+            except Exception as exc:  # a body too large to read (RequestDataTooBig)
+                problem = exc
         # Most requests have no query string at all and an ASCII path: nothing to check.
-        if not request.META.get("QUERY_STRING") and path_info.isascii():
+        if problem is None and not request.META.get("QUERY_STRING") and path_info.isascii():
             return run(request, *args, **kwargs)
         issues = undecodable_path_issues(path_info)
         if request.META.get("QUERY_STRING"):
@@ -144,11 +191,14 @@ def query_check(run: Run) -> Run:
             except Exception as exc:  # more parameters than Django parses (TooManyFieldsSent)
                 return operation.api.on_exception(request, exc)
             issues += undecodable(request.META["QUERY_STRING"])
-        if not issues:
+        if issues:
+            # The path and query are checked before a body, as ninja checks a body route's.
+            problem = InvalidInput(issues)
+        if problem is None:
             return run(request, *args, **kwargs)
         refused = operation._run_checks(request)
         if refused is not None:
             return refused
-        return operation.api.on_exception(request, InvalidInput(issues))
+        return operation.api.on_exception(request, problem)
 
     return checked
