@@ -138,7 +138,8 @@ class ContextWindow:
     """The LLM-ready context window of a thread (spec 002, POST prepare).
 
     ``tail`` holds the newest un-compacted ordinary messages, oldest first, at most
-    ``message_limit``; ``summary`` the active summary or None; ``message_count`` the
+    ``message_limit`` (on an agent's thread, one more when the newest message is a tool
+    result and the limit 1: a call and its result are never split); ``summary`` the active summary or None; ``message_count`` the
     un-compacted ordinary messages in the thread (may exceed the tail); ``threshold`` the
     thread's autoCompactThreshold. ``agent``: an agent's thread (spec 004), whose context
     is its checkpoint and every message since; ``limit_given``: whether the client chose
@@ -197,12 +198,31 @@ class ContextWindow:
                 f"messageLimit ({limit}) leaves out the {left} oldest of the {count} messages "
                 "since this agent's checkpoint; an agent's context is its checkpoint and every "
                 "message since (spec 004). Send prepare without messageLimit to get them all."
+                + self._unit_note("messageLimit")
             )
         return (
             f"The {left} oldest of the {count} messages since this agent's checkpoint are left "
             f"out: the window holds at most {limit}, the most an agent keeps verbatim, and its "
             "compaction has not caught up (see the thread's compaction.lastError)."
+            + self._unit_note("the limit")
         )
+
+    def _unit_note(self, limit_name: str) -> str:
+        """Why the tail holds another number of messages than the limit allows, when it
+        does: a tool call and its result are kept together (memoryapp.working.prepare)."""
+        held, limit = len(self.tail), self.message_limit
+        if held > limit:
+            return (
+                f" The window holds {held} messages, more than {limit_name} ({limit}): the newest "
+                "message is a tool result, given with its call (a call and its result are never split)."
+            )
+        if held < min(limit, self.message_count):
+            return (
+                f" The window holds {held} message{'s' if held != 1 else ''}, fewer than {limit_name} ({limit}): the next "
+                "older message is a tool result whose call is outside the limit, left out with "
+                "it (a call and its result are never split)."
+            )
+        return ""
 
 
 class _ThreadRow:

@@ -604,17 +604,17 @@ def prepare(
     window as of that one read.
 
     On an agent's thread (spec 004) the summary is the checkpoint's context block, tail
-    messages carry their memory tool call or result, and a result at the head of the
-    window whose call was cut off is left out with it.
+    messages carry their memory tool call or result, and a call and its result are one
+    unit (_whole_units): a result at the head of the window whose call was cut off is
+    left out with it, unless it is the whole window (``message_limit`` 1, the newest
+    message a result): then the window is the call and its result (one more statement).
     """
     pk = thread.pk if isinstance(thread, Thread) else thread_pk(thread)
     project_id = project.pk if project is not None else None
     head, limit, tail = _window_read(pk, project_id, message_limit)
     tail.reverse()
-    if tail and tail[0][3] and "toolResult" in tail[0][3]:
-        # A call and its result are adjacent rows (memoryapp.notes.tool_run), so the only
-        # split a window can make is a result at its head: leave it out.
-        tail = tail[1:]
+    if tail and _is_result(tail[0]):
+        tail = _whole_units(pk, head, tail)
     summary = None
     if head.summary_id is not None:
         summary = WindowSummary(
@@ -646,6 +646,32 @@ def prepare(
         agent=head.agent_id is not None,
         limit_given=message_limit is not None,
     )
+
+
+def _is_result(row: tuple[str, str, int, dict[str, Any] | None]) -> bool:
+    return bool(row[3]) and "toolResult" in row[3]  # type: ignore[operator]
+
+
+def _whole_units(
+    pk: uuid.UUID, head: sql.WindowHead, tail: list[tuple[str, str, int, dict[str, Any] | None]]
+) -> list[tuple[str, str, int, dict[str, Any] | None]]:
+    """``tail`` (oldest first, its head a tool result) as whole units (docs/decisions.md,
+    "prepare keeps a tool call with its result"). A call and its result are adjacent
+    rows (memoryapp.notes.tool_run), so the only split a window can make is a result at
+    its head: it is left out, so the window holds the newest whole units within the
+    limit. When the result is all the window holds, leaving it out would leave nothing;
+    the newest unit is then given whole, the call read back with it: one message past
+    the limit rather than an empty window (the warning says so)."""
+    if len(tail) > 1:
+        return tail[1:]
+    result = tail[0]
+    before = sql.tail_read(
+        thread_id=pk, after=head.summary_to or 0, before=result[2], limit=1, with_metadata=True
+    )
+    call = (before[0][3] or {}).get("toolCall") if before else None
+    if call is None or call.get("id") != (result[3] or {})["toolResult"].get("id"):
+        return []  # not its call (no recorded history is written so): leave the result out
+    return [before[0], result]
 
 
 # --- stats --------------------------------------------------------------------------------

@@ -123,3 +123,57 @@ def test_it_plays_a_scripted_agent_through_the_tool_route(api: Api) -> None:
     )
     assert "Mara" in summary
     assert (body["messageCount"], len(body["messages"])) == (0, 1)
+
+
+def test_a_limit_that_would_split_the_newest_call_gives_the_call_with_its_result(api: Api) -> None:
+    """QA report L1: messageLimit 1 with a tool result newest answered ``messages: []``
+    and "leaves out the 3 oldest of the 3 messages": the result was dropped for its
+    call, leaving nothing. The newest whole unit is given instead, one past the limit."""
+    thread_id = agent_thread(api)
+    api.append(thread_id, "Remember the quest.")
+    call_id = tool(api, thread_id, "close_memory", name="quest", description="Goal", content="Key.").json()["callId"]
+    window = prepare(api, thread_id, limit=1)
+    assert window == {
+        "threadId": thread_id,
+        "dataset": "user_42",
+        "messages": [
+            {
+                "role": "assistant",
+                "content": 'close_memory({"name": "quest", "description": "Goal", "content": "Key."})',
+                "toolCall": {"id": call_id, "name": "close_memory",
+                             "arguments": {"name": "quest", "description": "Goal", "content": "Key."}},
+            },
+            {
+                "role": "tool",
+                "content": "Saved new memory 'quest' (closed).",
+                "toolResult": {"id": call_id, "name": "close_memory", "isError": False},
+            },
+        ],
+        "messageCount": 3,
+        "truncated": True,
+        "compacted": False,
+        "warning": (
+            "messageLimit (1) leaves out the 1 oldest of the 3 messages since this agent's checkpoint; "
+            "an agent's context is its checkpoint and every message since (spec 004). Send prepare "
+            "without messageLimit to get them all. The window holds 2 messages, more than messageLimit "
+            "(1): the newest message is a tool result, given with its call (a call and its result are "
+            "never split)."
+        ),
+    }
+
+
+def test_a_limit_that_would_start_at_a_result_says_why_the_window_is_shorter(api: Api) -> None:
+    thread_id = agent_thread(api)
+    tool(api, thread_id, "open_memory", name="quest")
+    api.append(thread_id, "And now?")
+    window = prepare(api, thread_id, limit=2)
+    assert window["messages"] == [{"role": "user", "content": "And now?"}]
+    assert window["warning"] == (
+        "messageLimit (2) leaves out the 2 oldest of the 3 messages since this agent's checkpoint; "
+        "an agent's context is its checkpoint and every message since (spec 004). Send prepare "
+        "without messageLimit to get them all. The window holds 1 message, fewer than messageLimit "
+        "(2): the next older message is a tool result whose call is outside the limit, left out "
+        "with it (a call and its result are never split)."
+    )
+    # A window the limit does not split has no such note.
+    assert prepare(api, thread_id, limit=1)["warning"].endswith("to get them all.")
