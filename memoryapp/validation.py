@@ -518,6 +518,34 @@ def _time_text(value: Any) -> Any:
     return value
 
 
+# A query parameter's text is read strictly (docs/decisions.md, "The query string is
+# read strictly"): an integer in plain decimal digits, a boolean true or false.
+_QUERY_INT = re.compile(r"0|[1-9][0-9]*")
+QUERY_INT_EXPECTED = "must be a whole number in decimal digits, without sign, leading zeros, spaces or fraction (e.g. 20)"
+
+
+def _query_int(value: Any) -> Any:
+    # pydantic's lax int read "+5", "05", "5.0", " 5" and "5_0" as 5.
+    if isinstance(value, str) and not _QUERY_INT.fullmatch(value):
+        raise PydanticCustomError("int_parsing", QUERY_INT_EXPECTED)
+    return value
+
+
+def _query_bool(value: Any) -> Any:
+    # pydantic's lax bool read "1", "yes", "on", "t", "y" (and their negations) too;
+    # any case is kept, as Python's requests sends True as "True".
+    if isinstance(value, str):
+        if value.lower() not in ("true", "false"):
+            raise PydanticCustomError("bool_parsing", "must be true or false")
+        return value.lower() == "true"
+    return value
+
+
+#: The validator of an integer query parameter (put outside ``| None``).
+QUERY_INT = BeforeValidator(_query_int)
+#: A boolean query parameter: ``true`` or ``false`` (any case), nothing else.
+QueryBool = Annotated[bool, BeforeValidator(_query_bool)]
+
 #: A UUID field of a body or query: only the canonical text form (``format: uuid``).
 CanonicalUuid = Annotated[uuid.UUID, BeforeValidator(_uuid_text)]
 PastTime = Annotated[

@@ -167,6 +167,7 @@ CATALOGUE = [
     Case("messageLimit text", False, _post("prepare", {"messageLimit": "5"})),
     Case("Idempotency-Key too long", False, _post("messages", HI, headers=[(b"idempotency-key", b"k" * 256)])),
     Case("Idempotency-Key blank", False, _post("messages", HI, headers=[(b"idempotency-key", b"   ")])),
+    Case("Idempotency-Key sent twice (joined)", False, _post("messages", HI, headers=[(b"idempotency-key", b"k-2,k-3")])),
     Case("Idempotency-Key conflict", False, _post("messages", {**HI, "content": "other"}, headers=[(b"idempotency-key", b"k-1")])),
     Case("createdAt before the last message", False, _post("messages", {**HI, "createdAt": "2026-08-16T07:00:00.000Z"}, thread="imports")),
     Case("createdAt in the future", False, _post("messages", {**HI, "createdAt": "2026-08-17T09:00:00.000Z"})),
@@ -275,6 +276,7 @@ def test_it_answers_exactly_as_django_and_only_the_happy_path(
     assert statuses["append"] == 201 and statuses["prepare, no body"] == 200
     assert statuses["unknown key"] == 401 and statuses["unknown thread"] == 404
     assert statuses["Idempotency-Key conflict"] == 409
+    assert statuses["Idempotency-Key sent twice (joined)"] == 400
     assert (statuses["text/plain body"], statuses["form body, prepare"]) == (415, 415)
     unsupported = on[CATALOGUE.index(next(c for c in CATALOGUE if c.name == "text/plain body"))][2]
     assert json.loads(unsupported) == {

@@ -16,6 +16,7 @@ from memoryapp import episodic, serializers
 from memoryapp.api.auth import request_project
 from memoryapp.api.schemas import ERRORS, _Out
 from memoryapp.validation import (
+    QUERY_INT,
     CanonicalUuid,
     Dataset,
     pydantic_rule,
@@ -70,7 +71,7 @@ class EpisodeListQuery(Schema):
 
     dataset: Dataset | None = None
     threadId: CanonicalUuid | None = None
-    limit: Annotated[int, Field(ge=1, le=100)] = 20
+    limit: Annotated[int, Field(ge=1, le=100), QUERY_INT] = 20
     cursor: Cursor | None = None
 
 

@@ -25,6 +25,7 @@ from memoryapp.validation import (
     INT32_MAX,
     INT64_MAX,
     PAGE_LIMIT_MAX,
+    QUERY_INT,
     Content,
     Cursor,
     Dataset,
@@ -335,9 +336,9 @@ class MessageListQuery(Schema):
     ``before`` and ``after`` are sequence numbers, so at most INT64_MAX (a larger one is
     400 naming it, not read as "no bound")."""
 
-    limit: Annotated[int, Field(ge=1, le=PAGE_LIMIT_MAX)] = 20
-    before: Annotated[int, Field(ge=1, le=INT64_MAX)] | None = None
-    after: Annotated[int, Field(ge=0, le=INT64_MAX)] | None = None
+    limit: Annotated[int, Field(ge=1, le=PAGE_LIMIT_MAX), QUERY_INT] = 20
+    before: Annotated[Annotated[int, Field(ge=1, le=INT64_MAX)] | None, QUERY_INT] = None
+    after: Annotated[Annotated[int, Field(ge=0, le=INT64_MAX)] | None, QUERY_INT] = None
     order: Literal["asc", "desc"] = "asc"
 
 
@@ -356,7 +357,7 @@ class ThreadListQuery(Schema):
 
     dataset: Dataset | None = None
     tag: Tag | None = None
-    limit: Annotated[int, Field(ge=1, le=PAGE_LIMIT_MAX)] = 20
+    limit: Annotated[int, Field(ge=1, le=PAGE_LIMIT_MAX), QUERY_INT] = 20
     cursor: Cursor | None = None
 
 

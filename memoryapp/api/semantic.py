@@ -16,7 +16,7 @@ from memoryapp import datasets, semantic, serializers
 from memoryapp.api.auth import request_project
 from memoryapp.api.episodic import Cursor
 from memoryapp.api.schemas import ERRORS, _Out
-from memoryapp.validation import CanonicalUuid, Dataset
+from memoryapp.validation import QUERY_INT, CanonicalUuid, Dataset, QueryBool
 
 router = Router(tags=["semantic memory"])
 
@@ -63,14 +63,14 @@ class FactListQuery(Schema):
     dataset: Dataset | None = None
     entity: Dataset | None = None  # a name: the same rules as a dataset
     threadId: CanonicalUuid | None = None
-    includeInvalidated: bool = False
-    limit: Annotated[int, Field(ge=1, le=100)] = 50
+    includeInvalidated: QueryBool = False
+    limit: Annotated[int, Field(ge=1, le=100), QUERY_INT] = 50
     cursor: Cursor | None = None
 
 
 class EntityListQuery(Schema):
     dataset: Dataset | None = None
-    limit: Annotated[int, Field(ge=1, le=100)] = 50
+    limit: Annotated[int, Field(ge=1, le=100), QUERY_INT] = 50
     cursor: Cursor | None = None
 
 

@@ -98,9 +98,27 @@ def delete_thread(request: HttpRequest, thread_id: str) -> Status[None]:
 
 def idempotency_key(value: str | None) -> str | None:
     """The ``Idempotency-Key`` header's value (None when not sent), stripped; InvalidInput
-    unless it is 1 to 255 printable characters."""
+    unless it is 1 to 255 printable characters, no comma among them.
+
+    A header sent twice reaches the app as one value, the two joined with a comma (by
+    memoryapp.wsgipool, any WSGI server or a proxy: RFC 9110 section 5.3), so "a, b" was
+    stored as one key that neither retry would match. A comma therefore means "more than
+    one key" wherever it comes from, and is refused."""
     if value is None:
         return None
+    if "," in value:
+        raise InvalidInput(
+            [
+                {
+                    "path": ["Idempotency-Key"],
+                    "message": (
+                        "Idempotency-Key must be sent once, as one key without commas "
+                        "(a header sent twice arrives joined by a comma)"
+                    ),
+                    "code": "repeated_header",
+                }
+            ]
+        )
     key = value.strip()
     # Printable characters only: a control character (NUL above all) could not be
     # stored on PostgreSQL, and no HTTP client sends one on purpose.
