@@ -200,6 +200,21 @@ def test_it_answers_408_to_a_body_that_stops_arriving(server: tuple[Server, str]
     assert json.loads(rest.partition(b"\r\n\r\n")[2])["issues"][0]["code"] == "body_timeout"
 
 
+def test_it_answers_408_to_a_body_that_never_starts(server: tuple[Server, str]) -> None:
+    # The first receive() waits (nothing of the body came with the head): the timeout
+    # runs from there, around the receive already begun (memoryapp.asgi._at_once).
+    running, key = server
+    head = (
+        "POST /v1/memory/working/threads HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: Bearer {key}\r\nContent-Type: application/json\r\n"
+        "Content-Length: 100\r\n\r\n"
+    )
+
+    answer = _raw(running, head.encode())
+
+    assert answer.partition(b"\r\n")[0] == b"HTTP/1.1 408 Request Timeout"
+
+
 def test_it_closes_a_connection_that_sends_nothing(server: tuple[Server, str]) -> None:
     running, _ = server
 
