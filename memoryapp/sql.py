@@ -25,6 +25,7 @@ from functools import cache
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 from memoryapp.models import Agent, Message, Thread, ThreadTag
 from memoryapp.results import MessageView, ThreadCounters, ThreadView
@@ -172,8 +173,9 @@ def writers_queue() -> Iterator[None]:
     turnstile, which changes hands only as a holder leaves: nobody wakes while one works.
     Inside no_waiting a taken flock raises WritersBusy instead of waiting.
     """
-    name = str(connection.settings_dict["NAME"])
-    if connection.vendor != "sqlite" or name == ":memory:" or name.startswith("file:"):
+    wrapper = connections[DEFAULT_DB_ALIAS]  # looked up once (the proxy looks up per use)
+    name = str(wrapper.settings_dict["NAME"])
+    if wrapper.vendor != "sqlite" or name == ":memory:" or name.startswith("file:"):
         yield
         return
     files: dict[str, tuple[int, int]] = _lock_files.__dict__.setdefault("files", {})
@@ -314,25 +316,35 @@ def _uuid(value: Any) -> uuid.UUID:
     return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
 
 
-def _db_uuid(value: uuid.UUID) -> Any:
-    return Thread._meta.pk.get_db_prep_value(value, connection)
+def _db_uuid(value: uuid.UUID, db: BaseDatabaseWrapper | None = None) -> Any:
+    """``value`` as the thread id column stores it, on ``db`` (the default connection)."""
+    return Thread._meta.pk.get_db_prep_value(value, connection if db is None else db)
 
 
-def _fetch_one(sql: str, params: list[Any]) -> tuple[Any, ...] | None:
-    """The first row ``sql`` returns with ``params``, or None."""
-    with connection.cursor() as cursor:
+# The hot reads below look the default connection up once (``connections[...]``) and use
+# that object: ``django.db.connection`` looks it up in its thread-local store again for
+# each attribute read of it, ~7 k instructions each (issue 11).
+
+
+def _fetch_one(sql: str, params: list[Any], db: BaseDatabaseWrapper | None = None) -> tuple[Any, ...] | None:
+    """The first row ``sql`` returns with ``params`` on ``db`` (the default connection), or None."""
+    with (connection if db is None else db).cursor() as cursor:
         cursor.execute(sql, params)
         row: tuple[Any, ...] | None = cursor.fetchone()
     return row
 
 
 def _scoped_row(
-    build_sql: Callable[[str, bool], str], params: list[Any], project_id: int | None
+    build_sql: Callable[[str, bool], str],
+    params: list[Any],
+    project_id: int | None,
+    db: BaseDatabaseWrapper | None = None,
 ) -> tuple[Any, ...] | None:
-    """The first row of ``build_sql(vendor, scoped)``: scoped to project ``project_id``
-    (its last parameter) when one is given."""
+    """The first row of ``build_sql(vendor, scoped)`` on ``db`` (the default connection):
+    scoped to project ``project_id`` (its last parameter) when one is given."""
+    db = connections[DEFAULT_DB_ALIAS] if db is None else db
     scoped = project_id is not None
-    return _fetch_one(build_sql(connection.vendor, scoped), [*params, project_id] if scoped else params)
+    return _fetch_one(build_sql(db.vendor, scoped), [*params, project_id] if scoped else params, db)
 
 
 @cache
@@ -375,15 +387,18 @@ def bump_of(
     now: datetime,
     tokens: dict[str, int] | None,
     created_at: datetime | None = None,
+    db: BaseDatabaseWrapper | None = None,
 ) -> Bump:
     """The Bump of one append to thread ``thread_id`` (see thread_bump); ``created_at``
-    is the message's createdAt when it is not ``now`` (a client's)."""
-    at = connection.ops.adapt_datetimefield_value(now)
-    created = at if created_at is None else connection.ops.adapt_datetimefield_value(created_at)
+    is the message's createdAt when it is not ``now`` (a client's). ``db``: the default
+    connection, looked up here when not given."""
+    db = connections[DEFAULT_DB_ALIAS] if db is None else db
+    at = db.ops.adapt_datetimefield_value(now)
+    created = at if created_at is None else db.ops.adapt_datetimefield_value(created_at)
     t_in, t_out, t_total, counted = (
         (tokens["input"], tokens["output"], tokens["total"], 1) if tokens else (0, 0, 0, 0)
     )
-    params = [at, at, created, created, created, t_in, t_out, t_total, counted, _db_uuid(thread_id)]
+    params = [at, at, created, created, created, t_in, t_out, t_total, counted, _db_uuid(thread_id, db)]
     scoped = project_id is not None
     return Bump(scoped=scoped, params=[*params, project_id] if scoped else params)
 
@@ -448,16 +463,20 @@ def _fields() -> list[tuple[str, Any]]:
     return [(f.attname, None if isinstance(f, _PLAIN_FIELDS) else f) for f in fields]
 
 
-def message_params(message: Message) -> list[Any]:
+def message_params(message: Message, db: BaseDatabaseWrapper | None = None) -> list[Any]:
     """The INSERT's parameters for ``message``, as the ORM would adapt them.
 
     Built before the append's transaction starts, so the thread's lock is held only for
     the statements themselves; ``sequence_number`` is filled in by message_insert.
+    The fields are given the default connection itself (``db``, looked up here when not
+    given): ``django.db.connection`` would look it up in its thread-local store again for
+    each attribute a field reads of it.
     """
+    db = connections[DEFAULT_DB_ALIAS] if db is None else db
     return [
         getattr(message, attname)
         if field is None
-        else field.get_db_prep_save(getattr(message, attname), connection)
+        else field.get_db_prep_save(getattr(message, attname), db)
         for attname, field in _fields()
     ]
 
@@ -614,7 +633,8 @@ def _head_sql(vendor: str, scoped: bool) -> str:
 def window_head(*, thread_id: uuid.UUID, project_id: int | None) -> WindowHead | None:
     """Read prepare's thread fields and the active summary in one statement; None when
     no thread ``thread_id`` exists (in project ``project_id``, when given)."""
-    row = _scoped_row(_head_sql, [_db_uuid(thread_id)], project_id)
+    db = connections[DEFAULT_DB_ALIAS]
+    row = _scoped_row(_head_sql, [_db_uuid(thread_id, db)], project_id, db)
     if row is None:
         return None
     return WindowHead(
@@ -654,16 +674,17 @@ def tail_read(
     sequence_number, metadata)``, newest first (one statement, a range of the (thread,
     sequence_number) index). ``metadata`` is read only ``with_metadata`` (an agent's
     thread: its memory tool calls and results, spec 004), else None."""
-    with connection.cursor() as cursor:
+    db = connections[DEFAULT_DB_ALIAS]
+    with db.cursor() as cursor:
         cursor.execute(
-            _tail_sql(connection.vendor, with_metadata),
-            [_db_uuid(thread_id), after, before, limit],
+            _tail_sql(db.vendor, with_metadata),
+            [_db_uuid(thread_id, db), after, before, limit],
         )
         rows = cursor.fetchall()
     if not with_metadata:
         return [(role, content, seq, None) for role, content, seq in rows]
     field = Message._meta.get_field("metadata")
-    return [(r[0], r[1], r[2], field.from_db_value(r[3], None, connection)) for r in rows]  # type: ignore[arg-type]
+    return [(r[0], r[1], r[2], field.from_db_value(r[3], None, db)) for r in rows]  # type: ignore[arg-type]
 
 
 @cache

@@ -20,7 +20,7 @@ from functools import cache, partial
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, IntegrityError, connections, transaction
 from django.utils import timezone
 
 from memoryapp import events, sql
@@ -434,10 +434,11 @@ def message_append(
         pk, role=role, content=content, tokens=tokens, model=model, latency_ms=latency_ms,
         metadata=metadata, idempotency_key=idempotency_key, created_at=at,
     )
-    params = sql.message_params(message)
+    conn = connections[DEFAULT_DB_ALIAS]  # once for sql's calls (each look-up costs)
+    params = sql.message_params(message, conn)
     bump = sql.bump_of(
         thread_id=pk, project_id=project.pk if project is not None else None, now=now,
-        tokens=tokens, created_at=at if at < now else None,
+        tokens=tokens, created_at=at if at < now else None, db=conn,
     )
     try:
         with sql.append_transaction() as db:
@@ -459,8 +460,7 @@ def message_append(
         # surface it as a conflict rather than a 500.
         raise IdempotencyConflict() from exc
     message.sequence_number = counters.sequence
-    message._state.adding = False
-    message._state.db = transaction.get_connection().alias
+    message._state.adding, message._state.db = False, DEFAULT_DB_ALIAS  # get_connection()'s
     events.message_appended(message)
     _after_commit(upkeep)
     return AppendResult(message=message, compaction_due=_compaction_due(counters))
