@@ -7,6 +7,7 @@ builds it.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
@@ -136,7 +137,7 @@ def idempotency_key(value: str | None) -> str | None:
 
 
 def append_store(
-    *, thread_id: str, project: Project, payload: MessageIn, key: str | None
+    *, thread_id: str | uuid.UUID, project: Project, payload: MessageIn, key: str | None
 ) -> AppendResult:
     """POST .../messages, its first half: the validated ``payload`` stored on the thread
     (or the replay of ``key``), as memoryapp.working.message_append does it.
@@ -238,7 +239,9 @@ def prepare(
     return prepare_answer(thread_id=thread_id, project=request_project(request), payload=payload)
 
 
-def prepare_answer(*, thread_id: str, project: Project, payload: PrepareIn | None) -> dict[str, Any]:
+def prepare_answer(
+    *, thread_id: str | uuid.UUID, project: Project, payload: PrepareIn | None
+) -> dict[str, Any]:
     """POST .../prepare's 200 body for a validated ``payload`` (None: no body, or
     ``null``); what the view and memoryapp.fastpath both call. Reads only: ThreadNotFound
     changes nothing."""
