@@ -162,7 +162,8 @@ def _instrument_ours(probe: Probe) -> None:
         queue = _flock_queue()
 
     @contextmanager
-    def timed_queue() -> Iterator[None]:
+    def timed_queue(wrapper: Any = None) -> Iterator[None]:
+        # sql hands over the connection it looked up; each queue here looks its own up.
         probe.asking()
         with queue():
             probe.acquired()

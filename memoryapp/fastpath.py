@@ -354,12 +354,12 @@ class _AsARequest:
 
     __slots__ = ("conn", "request")
 
-    def __init__(self, request: WSGIRequest) -> None:
+    def __init__(self, request: WSGIRequest, conn: BaseDatabaseWrapper | None = None) -> None:
         self.request = request
-        self.conn: BaseDatabaseWrapper | None = None
+        self.conn = conn  # the default connection, when the caller looked it up
 
     def __enter__(self) -> None:
-        self.conn = _upkeep(signals.request_started, _STARTED_KEYS, False, self.request.environ)
+        self.conn = _upkeep(signals.request_started, _STARTED_KEYS, False, self.request.environ, self.conn)
 
     def __exit__(self, *exc_info: object) -> None:
         _upkeep(signals.request_finished, _FINISHED_KEYS, True, None, self.conn)
@@ -419,12 +419,13 @@ class FastPath:
         then the answer.
         """
         conf = _conf()
-        if not inline_allowed(conf):
+        conn = _inline_connection(conf)
+        if conn is None:
             return None
         found = self._happy(environ, body, conf)
         if found is None:
             return None
-        return self._serve(*found, defer=defer)
+        return self._serve(*found, defer=defer, conn=conn)
 
     def _happy(
         self, environ: dict[str, Any], body: bytes, conf: Any
@@ -480,14 +481,16 @@ class FastPath:
         request: WSGIRequest,
         values: dict[str, Any],
         defer: Defer | None,
+        conn: BaseDatabaseWrapper | None = None,
     ) -> Answer | Later | None:
         """Authenticate, call the domain and answer; None when declined before any write.
-        With ``defer`` it is the inline run (``inline``)."""
-        with _AsARequest(request):
+        With ``defer`` it is the inline run (``inline``), on ``conn``, the default
+        connection it looked up."""
+        with _AsARequest(request, conn):
             if defer is None:
                 answered = self._respond(routes, kind, thread_id, request, values, inline=False)
             else:
-                answered = self._respond_inline(routes, kind, thread_id, request, values, defer)
+                answered = self._respond_inline(routes, kind, thread_id, request, values, defer, conn)
             if isinstance(answered, AppendResult):
                 return functools.partial(self._finish_append, routes, request, answered)
             return _answer(routes, request, answered)
@@ -500,10 +503,11 @@ class FastPath:
         request: WSGIRequest,
         values: dict[str, Any],
         defer: Defer,
+        conn: BaseDatabaseWrapper | None,
     ) -> _Responded | AppendResult:
-        """_respond in sql.no_waiting; the upkeep it left goes to ``defer``."""
+        """_respond in sql.no_waiting (on ``conn``); the upkeep it left goes to ``defer``."""
         try:
-            with sql.no_waiting() as deferred:
+            with sql.no_waiting(conn) as deferred:
                 answered = self._respond(routes, kind, thread_id, request, values, inline=True)
         except DatabaseError:  # the connection could not be set up: a pool thread tries
             return None
@@ -611,24 +615,28 @@ def _run_later(jobs: list[Callable[[], object]]) -> None:
         close_old_connections()
 
 
-def inline_allowed(conf: Any = None) -> bool:
-    """Whether requests may be served on the event loop (``FastPath.inline``; ``conf``:
-    _conf(), read when not given): the
+def inline_allowed() -> bool:
+    """Whether requests may be served on the event loop (``FastPath.inline``): the
     setting HTTP_FAST_PATH_INLINE is on, the one database is a SQLite file (whose reads
     never wait for a writer in WAL mode, and whose append can try its lock without
     waiting), and the rate limit needs no network round trip (off, or counted in a
     local-memory cache). PostgreSQL (a network round trip, row locks) and a Redis-backed
     rate limit are served from the pool as before."""
-    conf = _conf() if conf is None else conf
+    return _inline_connection(_conf()) is not None
+
+
+def _inline_connection(conf: Any) -> BaseDatabaseWrapper | None:
+    """The default connection when inline_allowed (``conf``: _conf()), else None; the
+    inline run uses it rather than look it up again."""
     if not conf.HTTP_FAST_PATH_INLINE or len(connections.settings) != 1:
-        return False
+        return None
     db = connections[DEFAULT_DB_ALIAS]
     name = str(db.settings_dict["NAME"])
     if db.vendor != "sqlite" or name == ":memory:" or name.startswith("file:"):
-        return False
+        return None
     if not conf.MEMORY_API_RATE_LIMIT:
-        return True
-    return bool(caches.settings[DEFAULT_CACHE_ALIAS]["BACKEND"] == _LOCAL_MEMORY_CACHE)
+        return db
+    return db if caches.settings[DEFAULT_CACHE_ALIAS]["BACKEND"] == _LOCAL_MEMORY_CACHE else None
 
 
 def _django_answer(routes: _Routes, request: WSGIRequest, answered: HttpResponseBase) -> Answer:

@@ -104,7 +104,7 @@ _no_wait = threading.local()
 
 
 @contextmanager
-def no_waiting() -> Iterator[list[Callable[[], object]]]:
+def no_waiting(wrapper: BaseDatabaseWrapper | None = None) -> Iterator[list[Callable[[], object]]]:
     """Within it, this thread's appends never wait for a lock, and their upkeep is left
     to the caller (SQLite file databases; issue 11's inline fast path).
 
@@ -117,9 +117,9 @@ def no_waiting() -> Iterator[list[Callable[[], object]]]:
     search-index catch-up, the WAL checkpoint) is appended to the list this yields
     instead of being run (working.message_append's ``_after_commit``), for the caller to
     run where waiting is fine. Not reentrant; settings stay on the connection, which
-    only this thread uses.
+    only this thread uses. ``wrapper``: the default connection, looked up when not given.
     """
-    wrapper = connections[DEFAULT_DB_ALIAS]
+    wrapper = connections[DEFAULT_DB_ALIAS] if wrapper is None else wrapper
     wrapper.ensure_connection()
     raw = wrapper.connection
     if getattr(_no_wait, "connection", None) is not raw:
@@ -153,7 +153,7 @@ def _flock(fd: int, wait: bool) -> None:
 
 
 @contextmanager
-def writers_queue() -> Iterator[None]:
+def writers_queue(wrapper: BaseDatabaseWrapper | None = None) -> Iterator[None]:
     """Queue this thread behind the other appenders of the database (SQLite only).
 
     SQLite makes a writer that finds the database locked sleep and retry (1, 2, 5, 10 ms
@@ -171,9 +171,11 @@ def writers_queue() -> Iterator[None]:
     every holder's transaction and took the CPU from it: on 2 cores a holder lost its
     core for milliseconds in 1 append of 10 (docs/performance.md). Waiters now queue on the
     turnstile, which changes hands only as a holder leaves: nobody wakes while one works.
-    Inside no_waiting a taken flock raises WritersBusy instead of waiting.
+    Inside no_waiting a taken flock raises WritersBusy instead of waiting. ``wrapper``:
+    the default connection, looked up when not given (once: the proxy
+    django.db.connection looks it up again for each use).
     """
-    wrapper = connections[DEFAULT_DB_ALIAS]  # looked up once (the proxy looks up per use)
+    wrapper = connections[DEFAULT_DB_ALIAS] if wrapper is None else wrapper
     name = str(wrapper.settings_dict["NAME"])
     if wrapper.vendor != "sqlite" or name == ":memory:" or name.startswith("file:"):
         yield
@@ -246,7 +248,7 @@ DJANGO = DjangoWriter()
 
 
 @contextmanager
-def append_transaction() -> Iterator[Writer]:
+def append_transaction(wrapper: BaseDatabaseWrapper | None = None) -> Iterator[Writer]:
     """The write transaction of an append, in writers_queue; yields the Writer its
     statements run on (thread_bump, message_id_by_key, message_insert).
 
@@ -257,15 +259,16 @@ def append_transaction() -> Iterator[Writer]:
     exception rolls it back (ROLLBACK) and propagates, database errors as Django's (the
     connection's own wrap_database_errors). Elsewhere (PostgreSQL, or inside a caller's
     atomic block, where only a savepoint can nest) it is ``transaction.atomic()``.
+    ``wrapper``: the default connection, looked up when not given.
     """
-    wrapper = connections[DEFAULT_DB_ALIAS]
+    wrapper = connections[DEFAULT_DB_ALIAS] if wrapper is None else wrapper
     if wrapper.vendor != "sqlite" or wrapper.in_atomic_block:
-        with writers_queue(), transaction.atomic():
+        with writers_queue(wrapper), transaction.atomic():
             yield DJANGO
         return
     wrapper.ensure_connection()
     raw = wrapper.connection
-    with writers_queue(), wrapper.wrap_database_errors:
+    with writers_queue(wrapper), wrapper.wrap_database_errors:
         _begin_immediate(raw)
         try:
             yield SqliteWriter(raw)

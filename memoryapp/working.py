@@ -441,7 +441,7 @@ def message_append(
         tokens=tokens, created_at=at if at < now else None, db=conn,
     )
     try:
-        with sql.append_transaction() as db:
+        with sql.append_transaction(conn) as db:
             counters = sql.thread_bump_run(bump, db=db)
             if counters is None:
                 raise ThreadNotFound()
