@@ -633,10 +633,13 @@ def _head_sql(vendor: str, scoped: bool) -> str:
     )
 
 
-def window_head(*, thread_id: uuid.UUID, project_id: int | None) -> WindowHead | None:
+def window_head(
+    *, thread_id: uuid.UUID, project_id: int | None, db: BaseDatabaseWrapper | None = None
+) -> WindowHead | None:
     """Read prepare's thread fields and the active summary in one statement; None when
-    no thread ``thread_id`` exists (in project ``project_id``, when given)."""
-    db = connections[DEFAULT_DB_ALIAS]
+    no thread ``thread_id`` exists (in project ``project_id``, when given). ``db``: the
+    default connection, looked up when not given."""
+    db = connections[DEFAULT_DB_ALIAS] if db is None else db
     row = _scoped_row(_head_sql, [_db_uuid(thread_id, db)], project_id, db)
     if row is None:
         return None
@@ -670,14 +673,21 @@ def _tail_sql(vendor: str, with_metadata: bool) -> str:
 
 
 def tail_read(
-    *, thread_id: uuid.UUID, after: int, before: int, limit: int, with_metadata: bool = False
+    *,
+    thread_id: uuid.UUID,
+    after: int,
+    before: int,
+    limit: int,
+    with_metadata: bool = False,
+    db: BaseDatabaseWrapper | None = None,
 ) -> list[tuple[str, str, int, dict[str, Any] | None]]:
     """The newest ``limit`` un-compacted ordinary messages numbered above ``after`` (the
     active summary's end: Thread.live_floor) and below ``before``, as ``(role, content,
     sequence_number, metadata)``, newest first (one statement, a range of the (thread,
     sequence_number) index). ``metadata`` is read only ``with_metadata`` (an agent's
-    thread: its memory tool calls and results, spec 004), else None."""
-    db = connections[DEFAULT_DB_ALIAS]
+    thread: its memory tool calls and results, spec 004), else None. ``db``: the default
+    connection, looked up when not given."""
+    db = connections[DEFAULT_DB_ALIAS] if db is None else db
     with db.cursor() as cursor:
         cursor.execute(
             _tail_sql(db.vendor, with_metadata),

@@ -551,8 +551,9 @@ def _window_read(
     pk: uuid.UUID, project_id: int | None, message_limit: int | None
 ) -> tuple[sql.WindowHead, int, list[tuple[str, str, int, dict[str, Any] | None]]]:
     attempt = 1
+    conn = connections[DEFAULT_DB_ALIAS]  # looked up once for both reads, not at each use
     while True:
-        head = sql.window_head(thread_id=pk, project_id=project_id)
+        head = sql.window_head(thread_id=pk, project_id=project_id, db=conn)
         if head is None:
             raise ThreadNotFound()
         limit = message_limit
@@ -564,6 +565,7 @@ def _window_read(
             before=head.next_sequence,
             limit=limit,
             with_metadata=head.agent_id is not None,
+            db=conn,
         )
         if len(tail) >= min(head.uncompacted_count, limit) or attempt == PREPARE_ATTEMPTS:
             return head, limit, tail
