@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 FIRST_RUN = "Installing into .venv: the first run takes a few minutes..."
 
@@ -185,3 +187,16 @@ def test_dev_serve_says_when_the_port_is_taken(tmp_path: Path) -> None:
         f"err:Port {port} is already in use: stop what runs there, or serve on another port (PORT=8123 ./dev serve)."
     ]
     assert not (project / ".venv" / "calls").exists()  # not even installing first
+
+
+@pytest.mark.parametrize("port", ["70000", "65536", "0", "-1", "80a", " 8000", "08000", "1e3"])
+def test_dev_serve_refuses_a_port_outside_1_to_65535(tmp_path: Path, port: str) -> None:
+    project = _serving_project(tmp_path)
+    env = {**os.environ, "PATH": "/usr/bin:/bin", "PORT": port}
+    done = subprocess.run(
+        ["./dev", "serve"], cwd=project, env=env, capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == f"PORT must be a number from 1 to 65535, not '{port}' (PORT=8123 ./dev serve).\n"
+    assert not (project / ".venv" / "calls").exists()  # nothing installed, migrated or served
