@@ -231,13 +231,16 @@ def thread_list(
     limit: int = 20,
     cursor: str | None = None,
 ) -> tuple[list[ThreadView], str | None]:
-    """Return ``(threads, next_cursor)``: newest first, filtered by dataset and tag.
+    """Return ``(threads, next_cursor)``: newest first, filtered by dataset and tag
+    (trimmed, as a thread's tags are on create and update).
 
     ``cursor`` is the opaque ``nextCursor`` of the previous page; InvalidInput if it is
     malformed. ``next_cursor`` is None on the last page. One statement (memoryapp.sql
     thread_page: ``limit + 1`` rows, the columns the thread resource shows).
     """
     after = _decode_cursor(cursor) if cursor else None
+    if tag is not None:
+        tag = tag.strip()  # as tags are stored (_clean_tags): " t1 " finds "t1"
     rows = sql.thread_page(
         project_id=project.pk, dataset=dataset, tag=tag, after=after, limit=limit + 1
     )

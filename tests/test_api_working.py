@@ -227,6 +227,16 @@ def test_it_filters_threads_by_dataset_and_tag(api: Api) -> None:
     assert listed(dataset="nobody") == set()
 
 
+def test_the_tag_filter_is_trimmed_as_tags_are_stored(api: Api) -> None:
+    stored = api.create_thread(dataset="user_1", tags=[" t1 "])
+    assert stored["tags"] == ["t1"]
+    resp = api.get(f"{BASE}/threads", tag=" t1 ")  # ?tag=%20t1%20
+    assert resp.status_code == 200
+    assert [t["threadId"] for t in resp.json()["threads"]] == [stored["threadId"]]
+    assert api.get(f"{BASE}/threads", tag="\tt1\n").json()["threads"][0]["threadId"] == stored["threadId"]
+    assert api.get(f"{BASE}/threads", tag="t").json()["threads"] == []
+
+
 @pytest.mark.parametrize("name", ["dataset", "tag"])
 @pytest.mark.parametrize("value", ["", "  ", "\u200b"])
 def test_it_refuses_a_blank_thread_filter_naming_it(api: Api, name: str, value: str) -> None:

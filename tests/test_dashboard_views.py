@@ -377,6 +377,7 @@ def test_it_filters_threads_by_dataset_and_tag(world: World) -> None:
     assert ids(tag="web") == [str(b.pk), str(world.thread.pk)]
     assert ids(dataset="user_7", tag="mobile") == [str(a.pk)]
     assert ids(dataset="nobody") == []
+    assert ids(tag=" mobile ") == [str(a.pk)]  # trimmed, as tags are stored
 
 
 def test_it_pages_the_thread_list(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
