@@ -412,8 +412,15 @@ def _auto_compact(*, thread_id: uuid.UUID, keep_from_sequence: int) -> AutoCompa
             try:
                 result = run(keep_from)
             except ModelCallFailed as exc:
-                logger.warning("auto-compaction of thread %s failed", thread_id, exc_info=True)
                 error = f"{exc.kind}: {exc}"
+                # One line: an unreachable model fails every run the same way, and the
+                # chained httpx/genai traceback (dozens of lines a run) says no more
+                # than the error; it is kept at DEBUG (LOG_LEVEL=DEBUG) for debugging.
+                logger.warning(
+                    "auto-compaction of thread %s failed (%s); the thread keeps the error "
+                    "and the next append tries again", thread_id, error,
+                )
+                logger.debug("auto-compaction of thread %s failed", thread_id, exc_info=True)
                 break
             except ThreadNotFound:
                 break

@@ -7,6 +7,7 @@ line of stdout, so scripts can take it with ``| tail -n 1`` (DESIGN.md section 4
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from datetime import timedelta
@@ -20,9 +21,11 @@ from django.db import OperationalError
 from django.test import Client
 
 from memoryapp import episodic, working
+from memoryapp.llm import registry
+from memoryapp.llm.port import ModelError
 from memoryapp.management.commands import end_idle_threads
 from memoryapp.management.commands.demo_setup import demo_key_file
-from memoryapp.models import ApiKey, Job, Project
+from memoryapp.models import ApiKey, Job, Message, Project, Thread
 from tests.conftest import BASE, Clock
 
 SECRET_RE = re.compile(r"^mk_([0-9a-f]{8})_[A-Za-z0-9_-]{32}$")
@@ -261,3 +264,40 @@ def test_it_keeps_checking_after_a_database_error(
 
 class _Stop(Exception):
     """Ends the --every loop of a test."""
+
+
+class _Unreachable:
+    """A model adapter that is never reachable; records what was asked of it."""
+
+    name = "gemini"
+    calls: list[str] = []
+
+    def __getattr__(self, what: str) -> Any:
+        def call(**kwargs: Any) -> Any:
+            _Unreachable.calls.append(what)
+            raise ModelError("Gemini summarize: connection failed", kind="unavailable")
+
+        return call
+
+
+def test_the_sample_thread_is_seeded_with_the_offline_model_whatever_the_settings(
+    db: None, settings: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GEMINI_API_KEY=x with Gemini unreachable: each of the sample's four appends past
+    # the threshold tried Gemini (with its retries) and left the fold failed.
+    settings.MEMORY_LLM_ADAPTER = "auto"
+    settings.GEMINI_API_KEY = "x"
+    _Unreachable.calls = []
+    monkeypatch.setitem(
+        registry.PROVIDERS, "gemini", dataclasses.replace(registry.PROVIDERS["gemini"], build=_Unreachable)
+    )
+    assert registry.provider_name() == "gemini"
+
+    call_command("demo_setup", "--key-file", str(tmp_path / "key"), stdout=StringIO(), stderr=StringIO())
+
+    assert _Unreachable.calls == []
+    thread = Thread.objects.get(dataset="demo_user")
+    assert (thread.compaction_count, thread.last_compaction_error) == (1, "")
+    summary = Message.objects.get(thread=thread, is_summary=True)
+    assert (summary.covers_from_sequence, summary.covers_to_sequence) == (1, 5)
+    assert registry.provider_name() == "gemini"  # only the seeding was offline

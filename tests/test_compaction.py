@@ -9,6 +9,7 @@ connection, so they need ``django_db(transaction=True)``.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -462,6 +463,24 @@ def test_it_answers_502_and_changes_nothing_when_the_summarizer_fails(
     stats = api.get(url(thread_id, "stats")).json()
     assert stats["messageCount"] == 3
     assert stats["compaction"]["lastError"] == "unavailable: summarizer down"
+
+
+def test_a_failed_auto_compaction_logs_one_line_and_its_traceback_only_at_debug(
+    api: Api, summarizer: FakeSummarizer, caplog: pytest.LogCaptureFixture
+) -> None:
+    thread_id = api.create_thread(autoCompactThreshold=3)["threadId"]
+    append_all(api, thread_id, ["m1", "m2"])
+    summarizer.error = ModelError("Gemini summarize: connection failed", kind="unavailable")
+
+    with caplog.at_level(logging.DEBUG, logger="memoryapp.compaction"):
+        assert api.append(thread_id, "m3").status_code == 201
+
+    records = [r for r in caplog.records if r.name == "memoryapp.compaction"]
+    assert [(r.levelname, r.getMessage(), r.exc_info is None) for r in records] == [
+        ("WARNING", f"auto-compaction of thread {thread_id} failed (unavailable: Gemini summarize: "
+         "connection failed); the thread keeps the error and the next append tries again", True),
+        ("DEBUG", f"auto-compaction of thread {thread_id} failed", False),
+    ]
 
 
 def test_it_keeps_the_tripping_insert_when_the_summarizer_fails_and_retries_on_the_next(

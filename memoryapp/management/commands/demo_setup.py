@@ -9,7 +9,9 @@ SQLITE_PATH set), so running against another database never replaces the key of 
 first. It is printed with the login, ready to paste into the README's curl
 examples. A project with no threads also
 gets a short sample conversation, auto-compacted once, so the dashboard is not empty on
-first run.
+first run. The sample is written with the offline model whatever the settings choose
+(its summary names that model): seeding makes no model call, so a first start with
+GEMINI_API_KEY set neither waits on Gemini nor fails when it is unreachable.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
+from django.test.utils import override_settings
 
 from memoryapp import compaction, working
 from memoryapp.models import ApiKey, Membership, Project, Thread
@@ -102,7 +105,11 @@ class Command(BaseCommand):
             user=user, project=project, defaults={"role": Membership.Role.OWNER}
         )
         if not Thread.objects.filter(project=project).exists():
-            self._sample_thread(project)
+            # The offline model folds it: no model call, whatever MEMORY_LLM_ADAPTER and
+            # GEMINI_API_KEY say (the sample's four appends past the threshold would
+            # otherwise each try Gemini, with its retries, before the server starts).
+            with override_settings(MEMORY_LLM_ADAPTER="offline"):
+                self._sample_thread(project)
         key_file = Path(options["key_file"] or demo_key_file())
         secret = self._demo_key(project, str(key_file))
         shown_file = key_file.name if key_file.parent == settings.BASE_DIR else str(key_file)
