@@ -63,18 +63,33 @@ def agent_list(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"Agent {form.cleaned_data['name']} saved.")
             return redirect(project_url("playground:agents", project))
         status = 400
+    else:
+        editing = Agent.objects.filter(project=project, name=request.GET.get("edit", "")).first()
+        if editing is not None:
+            form = forms.AgentForm.for_agent(editing)
     rows = []
     for agent in agents.agent_list(project=project):
         threads = list(Thread.objects.filter(agent=agent).order_by("-created")[:THREADS_PER_AGENT])
         rows.append({"agent": agent, "threads": threads})
+    editing = form["editing"].value() if form.is_bound else form.initial.get("editing")
     return page(
-        request, "playground/agents.html", {"rows": rows, "form": form, "nav": "agents"},
+        request, "playground/agents.html",
+        {"rows": rows, "form": form, "nav": "agents", "editing": editing or ""},
         project=project, status=status,
     )
 
 
 def _define(project: Project, form: forms.AgentForm) -> bool:
+    """PUT the form's config; False (with the form's error) when it was not saved. A name
+    that exists is saved only from that agent's Edit form (``editing``): the blank form
+    would replace its system prompt and budgets with empty fields."""
     data = form.cleaned_data
+    if data["editing"] != data["name"] and Agent.objects.filter(project=project, name=data["name"]).exists():
+        form.add_error("name", (
+            f"An agent named {data['name']} already exists. Saving this form would replace its "
+            "whole config with these fields: use its Edit link, which starts from its current config."
+        ))
+        return False
     memory = None
     if data["memory"]:
         memory = {"maxOpenTokens": data["max_open_tokens"]} if data["max_open_tokens"] else {}

@@ -197,12 +197,17 @@ class ProjectSettingsForm(_NoColon, forms.ModelForm):
 
 
 class AgentForm(_NoColon, forms.Form):
-    """Define (or redefine) an agent (spec 004 "Turning it on"): the dashboard's PUT."""
+    """Define an agent, or edit one (spec 004 "Turning it on"): the dashboard's PUT, which
+    sets the whole config to the form's values. ``editing`` is the name of the agent the
+    form was filled from (its Edit link: AgentForm.for_agent), empty on the blank form; the
+    view refuses a name that exists unless it is the one being edited, so an empty field
+    never silently replaces what the agent had."""
 
+    editing = forms.CharField(required=False, widget=forms.HiddenInput, max_length=64)
     name = forms.RegexField(
         regex=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
         max_length=64,
-        help_text="Letters, digits, _ - . (defining an existing name updates its config only).",
+        help_text="Letters, digits, _ - . A new name defines a new agent; to change an agent, use its Edit link.",
         error_messages={"invalid": "Use 1 to 64 letters, digits, '_', '-' or '.', starting with a letter or digit."},
     )
     system_prompt = forms.CharField(
@@ -222,3 +227,18 @@ class AgentForm(_NoColon, forms.Form):
     max_tokens = forms.IntegerField(
         label="maxTokens", required=False, min_value=200, max_value=100_000_000, help_text="Empty: 16000."
     )
+
+    @classmethod
+    def for_agent(cls, agent: Agent) -> AgentForm:
+        """The form filled with ``agent``'s current config, its name fixed (the Edit link)."""
+        form = cls(initial={
+            "editing": agent.name, "name": agent.name, "system_prompt": agent.system_prompt,
+            "memory": agent.max_open_tokens is not None, "max_open_tokens": agent.max_open_tokens,
+            "compaction_type": agent.compaction_type, "max_tokens": agent.compaction_max_tokens,
+        })  # fmt: skip
+        form.fields["name"].widget.attrs["readonly"] = True
+        form.fields["name"].help_text = (
+            "Saving sets this agent's whole config to the values below: "
+            "an emptied field is saved empty (or as its default)."
+        )
+        return form

@@ -60,6 +60,70 @@ def test_it_defines_an_agent_from_the_form(world: World) -> None:
     assert page.by_testid("agent-memory")[0].full_text() == "maxOpenTokens 1000"
 
 
+def _dm(world: World) -> Agent:
+    agent, _ = agents.agent_define(
+        project=world.project, name="dm", system_prompt="You are the dungeon master.",
+        memory={"maxOpenTokens": 1000}, compaction={"type": "sliding-window", "maxTokens": 8000},
+    )
+    return agent
+
+
+def _config(name: str = "dm") -> tuple[Any, ...]:
+    a = Agent.objects.get(name=name)
+    return (a.system_prompt, a.max_open_tokens, a.compaction_type, a.compaction_max_tokens)
+
+
+def test_the_blank_form_does_not_replace_an_existing_agent_with_empty_fields(world: World) -> None:
+    # The QA report: 'dm' with the other fields empty replaced its prompt with "".
+    _dm(world)
+    client = world.client(world.owner)
+    resp = client.post(url("playground:agents", world.project), {"name": "dm", "compaction_type": "summarize"})
+    assert resp.status_code == 400
+    assert _config() == ("You are the dungeon master.", 1000, "sliding-window", 8000)
+    assert (
+        "An agent named dm already exists. Saving this form would replace its whole config with "
+        "these fields: use its Edit link, which starts from its current config."
+    ) in resp.content.decode()
+
+
+def test_each_agent_has_an_edit_link_that_fills_the_form_with_its_current_config(world: World) -> None:
+    _dm(world)
+    client = world.client(world.owner)
+    page = tree(client.get(url("playground:agents", world.project)))
+    assert "For a new name. To change an existing agent, use its Edit link" in page.by_testid("agent-form-note")[0].full_text()
+    [edit] = page.by_testid("agent-edit")
+    assert edit.attrs["href"] == url("playground:agents", world.project, edit="dm") + "#define-heading"
+
+    edit_page = tree(client.get(edit.attrs["href"].split("#")[0]))
+    form = edit_page.by_testid("agent-form")[0]
+    fields = {n.attrs.get("name"): n for n in form.all(lambda n: n.tag in ("input", "textarea", "select"))}
+    assert fields["editing"].attrs["value"] == "dm"
+    assert (fields["name"].attrs["value"], "readonly" in fields["name"].attrs) == ("dm", True)
+    assert fields["system_prompt"].full_text().strip() == "You are the dungeon master."
+    assert "checked" in fields["memory"].attrs
+    assert fields["max_open_tokens"].attrs["value"] == "1000"
+    assert fields["max_tokens"].attrs["value"] == "8000"
+    selected = fields["compaction_type"].all(lambda n: n.tag == "option" and "selected" in n.attrs)
+    assert [o.attrs["value"] for o in selected] == ["sliding-window"]
+    assert "Saving replaces the whole config with these values" in edit_page.by_testid("agent-form-note")[0].full_text()
+
+    # Saving the filled form changes only what was changed.
+    resp = client.post(url("playground:agents", world.project), {
+        "editing": "dm", "name": "dm", "system_prompt": "You are the dungeon master.", "memory": "on",
+        "max_open_tokens": "1000", "compaction_type": "sliding-window", "max_tokens": "9000",
+    })
+    assert resp.status_code == 302
+    assert _config() == ("You are the dungeon master.", 1000, "sliding-window", 9000)
+    # And emptying a field there saves it empty, as the note says.
+    client.post(url("playground:agents", world.project), {"editing": "dm", "name": "dm", "compaction_type": "summarize"})
+    assert _config() == ("", None, "summarize", 16000)
+
+
+def test_an_edit_link_of_no_agent_shows_the_blank_form(world: World) -> None:
+    page = tree(world.client(world.owner).get(url("playground:agents", world.project, edit="nobody")))
+    assert "For a new name." in page.by_testid("agent-form-note")[0].full_text()
+
+
 def test_it_refuses_a_budget_that_breaks_the_rule_with_the_message(world: World) -> None:
     resp = world.client(world.owner).post(url("playground:agents", world.project), {
         "name": "dm", "memory": "on", "compaction_type": "summarize", "max_tokens": "8000",
