@@ -5,6 +5,9 @@
 // live.js as "memory:event"), then refreshes the server-rendered messages and stats and
 // loads the turn-context fragment. A transient send's exchange (nothing stored) stays in
 // the message list where it was sent, marked "not stored", until the page is reloaded.
+// The pending "sending…" bubble of the user's message is dropped as soon as the stored
+// message shows in the list (a live update can bring it before the reply), so the
+// message is on the page once.
 // Message text is only ever set with textContent.
 (function () {
   "use strict";
@@ -178,13 +181,50 @@
       });
     }
 
-    function detailLines(body) {
+    // What each ModelError kind (memoryapp.llm.port) means, for the failed turn's box.
+    var KIND_TEXT = {
+      unavailable: "The model could not be reached or refused the request (unavailable): " +
+        "Gemini is unreachable from the server, or GEMINI_API_KEY is missing or wrong. Check the network and the key.",
+      timeout: "The model did not answer in time (timeout): try again.",
+      rate_limited: "The model's rate limit or quota was reached (rate_limited): wait a minute and try again.",
+      bad_response: "The model's answer was empty or could not be read (bad_response): try again.",
+    };
+    function failureLines(body) {
       var lines = [];
-      if (!body) return lines;
-      ["detail", "message", "kind"].forEach(function (key) {
-        if (typeof body[key] === "string" && body[key]) lines.push(body[key]);
-      });
+      if (body && typeof body.detail === "string" && body.detail) lines.push(body.detail);
+      var kind = body && typeof body.kind === "string" ? body.kind : "";
+      if (kind) lines.push(KIND_TEXT[kind] || "Kind of failure: " + kind);
+      if (!lines.length) lines.push((body && body.error) || "Model call failed");
       return lines;
+    }
+
+    // The stored row of the message this page is sending, once a refresh of the list
+    // (live update or our own) brings it: the first user row after the newest row when
+    // it was sent, with the same text. Then the pending bubble is dropped.
+    function mergeStored() {
+      if (!current || current.transient || !current.user.li.parentNode) return;
+      var list = messageList();
+      var rows = list ? list.querySelectorAll(":scope > li[data-seq][data-role=user]") : [];
+      for (var i = 0; i < rows.length; i++) {
+        if (Number(rows[i].dataset.seq) <= current.after) continue;
+        var text = rows[i].querySelector("[data-testid=message-content]");
+        if (text && text.textContent.replace(/\r\n/g, "\n") === current.content.replace(/\r\n/g, "\n")) {
+          drop(current.user);
+          return;
+        }
+      }
+    }
+
+    function noXray() {
+      // A transient send is not stored: it has no X-ray, and the panel must not keep
+      // showing an earlier turn's (or the "send a message" placeholder) under its line.
+      var box = document.getElementById("turn-context");
+      var p = document.createElement("p");
+      p.className = "muted";
+      p.dataset.testid = "transient-no-xray";
+      p.textContent = "A transient send is not stored, so it has no X-ray: the line above says what prepare " +
+        "and recall gave it. Each stored reply keeps its X-ray (its \u201cX-ray of turn\u201d link).";
+      box.replaceChildren(p);
     }
 
     async function send() {
@@ -206,6 +246,8 @@
 
       current = {
         after: newestSeq(),
+        content: content,
+        transient: isTransient,
         turnId: null,
         user: bubble("user", isTransient ? "transient · sending…" : "sending…", content),
         assistant: bubble("assistant", "thinking…", ""),
@@ -249,8 +291,8 @@
         drop(turn.assistant);
         toBottom();
       } else if (response.status === 502) {
-        var kept = body && body.userMessage ? " Your message was kept as #" + body.userMessage.sequenceNumber + "." : "";
-        showError("The model call failed." + kept, [body && body.error ? body.error : "Model call failed"].concat(detailLines(body)));
+        var kept = body && body.userMessage ? " Your message is kept as #" + body.userMessage.sequenceNumber + " above." : "";
+        showError("The model call failed." + kept, failureLines(body));
         if (isTransient) input.value = content; // nothing was stored: keep the text to resend
         await refreshPanels();
         drop(turn.user);
@@ -312,6 +354,7 @@
       transients.push({ after: turn.after, items: [turn.user.li, turn.assistant.li] });
       place();
       describeTurn(body);
+      noXray();
       toBottom();
     }
 
@@ -367,8 +410,8 @@
     document.body.addEventListener("htmx:beforeSwap", function () { stickOnSwap = nearBottom(); });
     // Panels the server pushed (live.js swaps them without an htmx request).
     document.addEventListener("memory:beforeswap", function () { stickOnSwap = nearBottom(); });
-    document.body.addEventListener("htmx:afterSettle", function () { place(); if (stickOnSwap) toBottom(); });
-    document.addEventListener("memory:refreshed", function () { place(); if (stickOnSwap) toBottom(); });
+    document.body.addEventListener("htmx:afterSettle", function () { place(); mergeStored(); if (stickOnSwap) toBottom(); });
+    document.addEventListener("memory:refreshed", function () { place(); mergeStored(); if (stickOnSwap) toBottom(); });
 
     // The page's first Tab stop ("Skip to the message input") puts the cursor in the box.
     var skip = document.querySelector("a.skip-link[href='#chat-input']");
