@@ -11,11 +11,13 @@ import pytest
 from django.template import Context, Template
 
 from playground.templatetags.dashboard import (
+    controls_as_text,
     isolate,
     job_outcome,
     message_range,
     sequence_range,
     short_datetime,
+    show_controls,
     usd,
 )
 
@@ -172,3 +174,18 @@ def test_every_template_writes_costs_through_the_usd_filter() -> None:
         for line in path.read_text().splitlines()
         if re.search(r"\bUSD\b|floatformat:[68]", line)
     ] == []
+
+
+def test_bidi_controls_are_shown_as_their_code_points_not_obeyed() -> None:
+    # A tag "\u202egnp.exe" displayed as "exe.png" in the thread list.
+    assert show_controls("\u202egnp.exe") == (
+        '<span class="bidi-control" title="RIGHT-TO-LEFT OVERRIDE (U+202E), an invisible control '
+        'character">U+202E</span>gnp.exe'
+    )
+    assert controls_as_text("\u202egnp.exe") == "[U+202E]gnp.exe"
+    shown = str(show_controls("<b>\u2067x\u2069&"))
+    assert shown.startswith("&lt;b&gt;<span") and shown.endswith("</span>&amp;")
+    assert "\u2067" not in shown and "\u2069" not in shown and ">U+2067<" in shown and ">U+2069<" in shown
+    # Right-to-left text and its marks are text, not tricks: left as they are.
+    assert show_controls("\u05e9\u05dc\u05d5\u05dd\u200f!") == "\u05e9\u05dc\u05d5\u05dd\u200f!"
+    assert controls_as_text("plain") == "plain"

@@ -364,6 +364,19 @@ def test_it_lists_threads_with_counts(world: World) -> None:
     assert headings[3] == "All rows"
 
 
+def test_the_thread_list_shows_bidi_controls_in_names_instead_of_obeying_them(world: World) -> None:
+    working.thread_create(project=world.project, dataset="\u202eu_42", tags=["\u202egnp.exe"])
+    client = world.client(world.member)
+    for page in (client.get(url("playground:threads", world.project)),
+                 client.get(url("playground:threads", world.project, tag="%E2%80%AEgnp.exe"))):
+        html = page.content.decode()
+        # Not in the list (the filter's input and datalist keep the value, to filter on).
+        assert "\u202e" not in html.split('id="thread-list"', 1)[1]
+        [tag] = [t for t in tree(page).by_testid("thread-tag") if "gnp" in t.full_text()]
+        assert (tag.full_text(), tag.attrs["title"]) == ("U+202Egnp.exe", "[U+202E]gnp.exe")
+        assert '<span class="bidi-control" title="RIGHT-TO-LEFT OVERRIDE (U+202E)' in html
+
+
 def test_it_filters_threads_by_dataset_and_tag(world: World) -> None:
     a = working.thread_create(project=world.project, dataset="user_7", tags=["mobile"])
     b = working.thread_create(project=world.project, dataset="user_7", tags=["web"])
@@ -658,7 +671,9 @@ def test_it_isolates_user_text_so_an_override_cannot_reorder_the_page(world: Wor
         response = client.get(path)
         assert response.status_code == 200
         page = tree(response)
-        assert RLO in page.full_text(), path
+        # Shown: as itself where isolated text may hold it (a message), or as its code
+        # point where a name is listed (tags, datasets: show_controls).
+        assert RLO in page.full_text() or "U+202Ereversed" in page.full_text(), path
         assert _unisolated(page) == [], path
         title = page.all(lambda n: n.tag == "title")[0].full_text()
         if "/threads/" + str(thread.pk) in path:

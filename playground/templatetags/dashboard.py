@@ -16,7 +16,7 @@ import nh3
 from django import template
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
-from django.utils.html import format_html
+from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
@@ -83,6 +83,53 @@ def isolate(value: object) -> str:
     reorder the text around it where no ``<bdi>`` can go (the page title, flash messages).
     The result is still escaped by the template."""
     return f"{FSI}{value}{PDI}"
+
+
+# The bidirectional embedding, override and isolate controls (U+202A-U+202E,
+# U+2066-U+2069): invisible, and they reorder the text after them, so the tag
+# "\u202egnp.exe" reads "exe.png". <bdi> keeps them from reordering the page around the
+# text, not the text itself. Marks (U+200E, U+200F, U+061C) only steer neutral
+# characters and belong in right-to-left text: left alone.
+BIDI_CONTROLS = {
+    "\u202a": "LEFT-TO-RIGHT EMBEDDING", "\u202b": "RIGHT-TO-LEFT EMBEDDING",
+    "\u202c": "POP DIRECTIONAL FORMATTING", "\u202d": "LEFT-TO-RIGHT OVERRIDE",
+    "\u202e": "RIGHT-TO-LEFT OVERRIDE", "\u2066": "LEFT-TO-RIGHT ISOLATE",
+    "\u2067": "RIGHT-TO-LEFT ISOLATE", "\u2068": "FIRST STRONG ISOLATE",
+    "\u2069": "POP DIRECTIONAL ISOLATE",
+}  # fmt: skip
+_BIDI_CONTROL = re.compile("[" + "".join(BIDI_CONTROLS) + "]")
+
+
+def _control_code(char: str) -> str:
+    return f"U+{ord(char):04X}"
+
+
+@register.filter
+def show_controls(value: object) -> SafeString:
+    """``value`` escaped, each bidi control (BIDI_CONTROLS) shown as its code point in a
+    marked span (``<span class="bidi-control" title="RIGHT-TO-LEFT OVERRIDE">U+202E</span>``)
+    instead of acting: the names in lists (tags, datasets, key names) read in the order
+    they were typed. Use inside <bdi> as before."""
+    text = str(value)
+    parts: list[str] = []
+    last = 0
+    for match in _BIDI_CONTROL.finditer(text):
+        char = match.group()
+        parts.append(conditional_escape(text[last:match.start()]))
+        parts.append(format_html(
+            '<span class="bidi-control" title="{} ({}), an invisible control character">{}</span>',
+            BIDI_CONTROLS[char], _control_code(char), _control_code(char),
+        ))  # fmt: skip
+        last = match.end()
+    parts.append(conditional_escape(text[last:]))
+    return mark_safe("".join(parts))
+
+
+@register.filter
+def controls_as_text(value: object) -> str:
+    """``value`` with each bidi control written as ``[U+202E]``, for attributes (a
+    tooltip) and other places that hold no markup. Escaped by the template."""
+    return _BIDI_CONTROL.sub(lambda m: f"[{_control_code(m.group())}]", str(value))
 
 
 def sequence_range(first: object, last: object) -> str:
