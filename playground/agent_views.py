@@ -72,6 +72,8 @@ def agent_list(request: HttpRequest) -> HttpResponse:
         threads = list(Thread.objects.filter(agent=agent).order_by("-created")[:THREADS_PER_AGENT])
         rows.append({"agent": agent, "threads": threads})
     editing = form["editing"].value() if form.is_bound else form.initial.get("editing")
+    if form.is_bound and editing:
+        form.fix_name()  # the edit form shown again with its error
     return page(
         request, "playground/agents.html",
         {"rows": rows, "form": form, "nav": "agents", "editing": editing or ""},

@@ -236,9 +236,13 @@ class AgentForm(_NoColon, forms.Form):
             "memory": agent.max_open_tokens is not None, "max_open_tokens": agent.max_open_tokens,
             "compaction_type": agent.compaction_type, "max_tokens": agent.compaction_max_tokens,
         })  # fmt: skip
-        form.fields["name"].widget.attrs["readonly"] = True
-        form.fields["name"].help_text = (
+        form.fix_name()
+        return form
+
+    def fix_name(self) -> None:
+        """The edit form's name field: read-only, saying what saving does."""
+        self.fields["name"].widget.attrs["readonly"] = True
+        self.fields["name"].help_text = (
             "Saving sets this agent's whole config to the values below: "
             "an emptied field is saved empty (or as its default)."
         )
-        return form

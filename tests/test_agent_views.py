@@ -119,6 +119,19 @@ def test_each_agent_has_an_edit_link_that_fills_the_form_with_its_current_config
     assert _config() == ("", None, "summarize", 16000)
 
 
+def test_the_edit_form_shown_again_with_an_error_is_still_the_edit_form(world: World) -> None:
+    _dm(world)
+    resp = world.client(world.owner).post(url("playground:agents", world.project), {
+        "editing": "dm", "name": "dm", "memory": "on", "compaction_type": "summarize", "max_tokens": "8000",
+    })
+    assert resp.status_code == 400
+    page = tree(resp)
+    [name] = page.by_testid("agent-form")[0].all(lambda n: n.attrs.get("name") == "name")
+    assert "readonly" in name.attrs
+    assert "Saving replaces the whole config" in page.by_testid("agent-form-note")[0].full_text()
+    assert _config() == ("You are the dungeon master.", 1000, "sliding-window", 8000)
+
+
 def test_an_edit_link_of_no_agent_shows_the_blank_form(world: World) -> None:
     page = tree(world.client(world.owner).get(url("playground:agents", world.project, edit="nobody")))
     assert "For a new name." in page.by_testid("agent-form-note")[0].full_text()
