@@ -1790,3 +1790,31 @@ def test_markup_is_no_part_of_a_value_and_a_quotation_is_kept_whole(
 ) -> None:
     """It stored lives in 'Oslo" <script>alert(1)</script>' and an entity of that name."""
     assert _facts(content) == [fact]
+
+
+@pytest.mark.parametrize(
+    ("contents", "fact"),
+    [
+        (("My sister Anna is a doctor. She lives in Boston.",), ("Anna", "lives in", "Boston", True)),
+        (("My brother Tom moved to Paris.", "He works at a bakery."), ("Tom", "works at", "bakery", True)),
+        (("My husband Sam works at Ford.", "He got laid off."), ("Sam", "job", "lost job", True)),
+    ],
+)
+def test_he_or_she_after_a_sentence_naming_one_person_states_a_fact_of_theirs(
+    contents: tuple[str, ...], fact: tuple[str, str, str, bool]
+) -> None:
+    """"She lives in Boston" after "My sister Anna is a doctor" stated nothing."""
+    assert _facts(*contents)[-1] == fact
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "I met Tom's sister yesterday. She lives in Boston.",
+        "Tom and Anna came over. He lives in Boston.",
+        "I talked to my boss. She lives in Boston.",
+    ],
+)
+def test_he_or_she_with_no_single_person_named_before_states_nothing(content: str) -> None:
+    """"She" after "Tom's sister" is not Tom (it stored "Tom lives in Boston")."""
+    assert [f for f in _facts(content) if f[1] == "lives in"] == []

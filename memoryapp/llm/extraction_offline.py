@@ -1822,8 +1822,9 @@ class _Referents:
         unknown: list[str] = []
         taken |= {n.casefold() for n in persons + things}
         for name, kind, opens in names_in(sentence):
-            # A sentence's first word is capitalised anyway ("Besides", "You're").
-            if opens or name.casefold() in taken:
+            # A sentence's first word is capitalised anyway ("Besides", "You're"); a name
+            # only ever a possessor ("I met Tom's sister. She ...") is not who "she" is.
+            if opens or name.casefold() in taken or _only_possessor(sentence, name):
                 continue
             taken.add(name.casefold())
             if kind in ("organisation", "product"):
@@ -1846,6 +1847,12 @@ class _Referents:
         """The one other person "we" can mean here (a name a pattern says is a person),
         or None: an unknown name may be a pet or a place."""
         return self.persons[0] if len(self.persons) == 1 else None
+
+
+def _only_possessor(sentence: str, name: str) -> bool:
+    """Whether every mention of ``name`` in ``sentence`` is a possessive ("Tom's")."""
+    mentions = list(re.finditer(rf"(?<![\w'-]){re.escape(name)}(?![\w-])", sentence))
+    return bool(mentions) and all(sentence[m.end() : m.end() + 2] in ("'s", "\u2019s") for m in mentions)
 
 
 def _outward(clause: str, match: re.Match[str]) -> bool:
@@ -2402,8 +2409,11 @@ def facts_in(message: TranscriptMessage, previous: str = "") -> list[_Found]:
             statement = _is_statement(clause)
             someone = _of_someone(clause, speaker) is not None
             if not statement and not someone and not _tells_age(clause):
-                previous = clause
-                continue
+                named = _named_by_pronoun(clause, previous, speaker)
+                if named is None:
+                    previous = clause
+                    continue
+                clause = named
             resolved = resolve_references(clause, previous, speaker)
             previous = clause
             if resolved is not None:
@@ -2415,6 +2425,24 @@ def facts_in(message: TranscriptMessage, previous: str = "") -> list[_Found]:
                 _conditioned(clause, facts)
                 found.extend(facts)
     return [f.restored() for f in _without_echoes(found)]
+
+
+# A clause whose subject is "he" or "she": who it is, the previous sentence may name.
+_PRONOUN_SUBJECT = re.compile(r"^(?:he|she)\b(?!')", re.IGNORECASE)
+# Two people named together ("Tom and Anna came over"): "she" is either.
+_TWO_NAMED = re.compile(rf"{_NAME_WORD},? and {_NAME_WORD}")
+
+
+def _named_by_pronoun(clause: str, previous: str, speaker: str) -> str | None:
+    """``clause`` with its subject pronoun replaced by the one person the previous
+    sentence names ("My sister Anna is a doctor. She lives in Boston." -> "Anna lives in
+    Boston"), when it then states a fact of that person (_of_someone); else None."""
+    if not _PRONOUN_SUBJECT.match(clause) or _TWO_NAMED.search(previous):
+        return None
+    resolved = resolve_references(clause, previous, speaker)
+    if resolved is None or _of_someone(resolved[0], speaker) is None:
+        return None
+    return resolved[0]
 
 
 def _mark_unowned(facts: list[_Found], clause: str, sentence: str) -> None:
