@@ -1818,3 +1818,11 @@ def test_he_or_she_after_a_sentence_naming_one_person_states_a_fact_of_theirs(
 def test_he_or_she_with_no_single_person_named_before_states_nothing(content: str) -> None:
     """"She" after "Tom's sister" is not Tom (it stored "Tom lives in Boston")."""
     assert [f for f in _facts(content) if f[1] == "lives in"] == []
+
+
+def test_next_weekday_is_the_first_one_after_the_message() -> None:
+    """"next Tuesday" was left unresolved while "last Friday" was dated."""
+    assert resolve_dates("My surgery is next Tuesday, the party this coming Friday.", WHEN) == (
+        "My surgery is next Tuesday (17 March 2026), the party this coming Friday (13 March 2026)."
+    )
+    assert resolve_dates("See you next Wednesday.", WHEN) == "See you next Wednesday (18 March 2026)."

@@ -1405,6 +1405,13 @@ def _last_weekday(when: datetime, name: str) -> datetime:
     return when - timedelta(days=back)
 
 
+def _next_weekday(when: datetime, name: str) -> datetime:
+    """The first ``name`` day (Monday..Sunday) strictly after ``when``: "next Tuesday"
+    said on a Wednesday is the Tuesday six days on."""
+    target = [d.lower() for d in _WEEKDAYS].index(name.lower())
+    return when + timedelta(days=(target - when.weekday()) % 7 or 7)
+
+
 _AMOUNTS = dict(
     zip(_words("a an one two three four five six seven eight nine ten eleven twelve"), [1, 1, *range(1, 13)], strict=True)
 )
@@ -1467,6 +1474,12 @@ def resolve_dates(text: str, when: datetime | None) -> str:
     text = re.sub(
         rf"\blast (?P<day>{'|'.join(_WEEKDAYS)})\b",
         lambda m: f"{m.group(0)} ({_day(_last_weekday(when, m.group('day')))})",
+        text,
+        flags=re.IGNORECASE,
+    )
+    text = re.sub(
+        rf"\b(?:next|this coming|coming) (?P<day>{'|'.join(_WEEKDAYS)})\b",
+        lambda m: f"{m.group(0)} ({_day(_next_weekday(when, m.group('day')))})",
         text,
         flags=re.IGNORECASE,
     )
