@@ -1826,3 +1826,24 @@ def test_next_weekday_is_the_first_one_after_the_message() -> None:
         "My surgery is next Tuesday (17 March 2026), the party this coming Friday (13 March 2026)."
     )
     assert resolve_dates("See you next Wednesday.", WHEN) == "See you next Wednesday (18 March 2026)."
+
+
+@pytest.mark.parametrize(
+    ("contents", "ended"),
+    [
+        (("I drive a Tesla.", "I sold my Tesla."), ("car", "Tesla")),
+        (("I have a boat.", "I sold my boat."), ("has", "boat")),
+    ],
+)
+def test_a_possession_parted_with_ends_its_fact(contents: tuple[str, ...], ended: tuple[str, str]) -> None:
+    """Only "I sold my car" ended the car; "I sold my Tesla" ended nothing."""
+    facts = extract_episode([_m(i + 1, c) for i, c in enumerate(contents)]).facts
+    assert (facts[0].attribute, facts[0].value) == ended
+    assert ended[0] in facts[1].retires and facts[1].retires_when == ended[1]
+
+
+def test_a_pet_named_before_is_no_we() -> None:
+    """"We gave away our dog Rex" after "I have a dog named Rex" read "The user and Rex"."""
+    assert _texts("I have a dog named Rex.", "We gave away our dog Rex.")[1] == (
+        "The user and others gave away the user's dog Rex."
+    )

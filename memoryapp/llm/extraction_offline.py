@@ -506,6 +506,15 @@ _PATTERNS = [
         single=True,
         fixed="sold",
     ),
+    # Any other possession parted with ("I sold my Tesla", "we gave away our dog Rex"):
+    # it ends the car, pet or thing had whose value names it (retires_when).
+    _p(
+        rf"{_WE_I}{_HAVE} (?:sold|got rid of|scrapped|gave away|given away|donated|rehomed) (?:my|our|the) "
+        rf"(?:old )?{_VALUE}",
+        "",
+        single=False,
+        retires=("car", "has", *_PETS),
+    ),
     _p(
         rf"\bmy (?:new |current )?car is (?:a |an |the )?{_VALUE}",
         "car",
@@ -1814,11 +1823,13 @@ class _Referents:
     persons: tuple[str, ...]
     things: tuple[str, ...]
     unknown: tuple[str, ...]
+    animals: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, sentence: str, speaker: str) -> _Referents:
         persons: list[str] = []
         things: list[str] = []
+        animals: frozenset[str] = frozenset()
         taken = {speaker.casefold()}
         attribute = _attribute(sentence)
         if attribute is not None:
@@ -1827,6 +1838,7 @@ class _Referents:
             taken |= {value.casefold(), item.casefold()}
             if kind in ("person", "animal"):
                 persons.append(value)
+                animals = frozenset([value.casefold()] if kind == "animal" else [])
             elif item:  # the item, never the stance ("stopped")
                 if _NOT_AN_ITEM.search(item) is None:
                     things.append(_noun_phrase(sentence, item, item=True))
@@ -1844,7 +1856,7 @@ class _Referents:
                 things.append(name)
             elif kind == "thing":
                 unknown.append(name)
-        return cls(tuple(persons), tuple(things), tuple(unknown))
+        return cls(tuple(persons), tuple(things), tuple(unknown), animals)
 
     def referent(self, pronoun: str) -> str | None:
         """The one name ``pronoun`` can stand for here, or None (none or several)."""
@@ -1858,8 +1870,9 @@ class _Referents:
 
     def partner(self) -> str | None:
         """The one other person "we" can mean here (a name a pattern says is a person),
-        or None: an unknown name may be a pet or a place."""
-        return self.persons[0] if len(self.persons) == 1 else None
+        or None: an unknown name may be a pet or a place, and a pet is no "we"."""
+        people = [p for p in self.persons if p.casefold() not in self.animals]
+        return people[0] if len(self.persons) == 1 and people else None
 
 
 def _only_possessor(sentence: str, name: str) -> bool:
@@ -2269,6 +2282,7 @@ def _clause_fact(
     names = [n for n in names_in(clause) if n[0].casefold() != speaker.casefold()]
     attribute, value, single, kind = _attribute(clause) or ("", "", False, "")
     retires, when = _ending(clause, attribute, value)
+    value = value if attribute else ""  # "I left Acme", "I sold my boat": what it ends, no value
     entities = [(speaker, "person")]
     if value and kind:
         entities.append((value, kind))
