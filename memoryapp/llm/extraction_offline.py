@@ -1709,8 +1709,7 @@ def _counted(match: re.Match[str]) -> tuple[str, str, bool, str] | None:
     if not things or not re.fullmatch(r"[a-z][a-z' -]*s", things) or len(things.split()) > 3:
         return None
     count = match.group("count").lower()
-    number = str(_COUNT_WORDS.split("|").index(count) + 2) if count in _COUNT_WORDS.split("|") else count
-    return f"{COUNT} {things}", number, True, ""
+    return f"{COUNT} {things}", str(_AMOUNTS.get(count, count)), True, ""
 
 
 def _weight(clause: str, attribute: str, names: list[tuple[str, str, bool]]) -> float:
