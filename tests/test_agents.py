@@ -17,18 +17,9 @@ def prepare(api: Api, thread_id: str, limit: int = 20) -> dict[str, Any]:
     return dict(resp.json())
 
 
-def test_it_returns_no_block_before_the_first_compaction(api: Api) -> None:
-    thread_id = agent_thread(api)
-    api.append(thread_id, "Hello.")
-    body = prepare(api, thread_id)
-    assert body["messages"] == [{"role": "user", "content": "Hello."}]
-    assert (body["compacted"], body["messageCount"], "warning" in body) == (False, 1, False)
-
-
-def test_it_carries_tool_calls_and_results_in_prepare(api: Api) -> None:
-    thread_id = agent_thread(api)
-    call_id = tool(api, thread_id, "close_memory", name="quest", description="Goal", content="Key.").json()["callId"]
-    assert prepare(api, thread_id)["messages"] == [
+def _quest_saved(call_id: str) -> list[dict[str, Any]]:
+    """The call saving the closed note "quest" and its result, as prepare gives them."""
+    return [
         {
             "role": "assistant",
             "content": 'close_memory({"name": "quest", "description": "Goal", "content": "Key."})',
@@ -41,6 +32,20 @@ def test_it_carries_tool_calls_and_results_in_prepare(api: Api) -> None:
             "toolResult": {"id": call_id, "name": "close_memory", "isError": False},
         },
     ]
+
+
+def test_it_returns_no_block_before_the_first_compaction(api: Api) -> None:
+    thread_id = agent_thread(api)
+    api.append(thread_id, "Hello.")
+    body = prepare(api, thread_id)
+    assert body["messages"] == [{"role": "user", "content": "Hello."}]
+    assert (body["compacted"], body["messageCount"], "warning" in body) == (False, 1, False)
+
+
+def test_it_carries_tool_calls_and_results_in_prepare(api: Api) -> None:
+    thread_id = agent_thread(api)
+    call_id = tool(api, thread_id, "close_memory", name="quest", description="Goal", content="Key.").json()["callId"]
+    assert prepare(api, thread_id)["messages"] == _quest_saved(call_id)
 
 
 def test_it_never_starts_a_window_with_a_result_whose_call_is_outside(api: Api) -> None:
@@ -136,19 +141,7 @@ def test_a_limit_that_would_split_the_newest_call_gives_the_call_with_its_result
     assert window == {
         "threadId": thread_id,
         "dataset": "user_42",
-        "messages": [
-            {
-                "role": "assistant",
-                "content": 'close_memory({"name": "quest", "description": "Goal", "content": "Key."})',
-                "toolCall": {"id": call_id, "name": "close_memory",
-                             "arguments": {"name": "quest", "description": "Goal", "content": "Key."}},
-            },
-            {
-                "role": "tool",
-                "content": "Saved new memory 'quest' (closed).",
-                "toolResult": {"id": call_id, "name": "close_memory", "isError": False},
-            },
-        ],
+        "messages": _quest_saved(call_id),
         "messageCount": 3,
         "truncated": True,
         "compacted": False,

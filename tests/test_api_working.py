@@ -642,6 +642,14 @@ def test_it_replays_a_created_at_it_raised_within_its_millisecond(
     assert numbers(api.get(messages_url(thread_id))) == [1, 2]
 
 
+def _keyed(api: Api, thread_id: str, content: str, created_at: str, *, key: str) -> Any:
+    """POST a user message with ``createdAt`` under Idempotency-Key ``key``."""
+    return api.post(
+        messages_url(thread_id), {"role": "user", "content": content, "createdAt": created_at},
+        headers={"Idempotency-Key": key},
+    )
+
+
 def test_it_stores_a_created_at_ahead_of_the_clock_as_the_clock(
     api: Api, thread_id: str, clock: Clock
 ) -> None:
@@ -651,21 +659,12 @@ def test_it_stores_a_created_at_ahead_of_the_clock_as_the_clock(
     keep their real time"). A retry of it with its Idempotency-Key is the same message
     while the time it sent is ahead of the clock."""
     clock.set("2026-08-16T09:00:00.250Z")
-    ahead = api.post(
-        messages_url(thread_id), {"role": "user", "content": "ahead", "createdAt": "2026-08-16T09:04:59.5Z"},
-        headers={"Idempotency-Key": "a"},
-    )
+    ahead = _keyed(api, thread_id, "ahead", "2026-08-16T09:04:59.5Z", key="a")
     clock.set("2026-08-16T09:01:00Z")
     other = api.create_thread()["threadId"]
     live = append_ok(api, other, "live elsewhere")
-    replay = api.post(
-        messages_url(thread_id), {"role": "user", "content": "ahead", "createdAt": "2026-08-16T09:04:59.5Z"},
-        headers={"Idempotency-Key": "a"},
-    )
-    changed = api.post(
-        messages_url(thread_id), {"role": "user", "content": "ahead", "createdAt": "2026-08-16T09:00:30Z"},
-        headers={"Idempotency-Key": "a"},
-    )
+    replay = _keyed(api, thread_id, "ahead", "2026-08-16T09:04:59.5Z", key="a")
+    changed = _keyed(api, thread_id, "ahead", "2026-08-16T09:00:30Z", key="a")
 
     assert (ahead.status_code, ahead.json()["createdAt"]) == (201, "2026-08-16T09:00:00.250Z")
     assert live["createdAt"] == "2026-08-16T09:01:00.000Z"
@@ -685,14 +684,8 @@ def test_a_replay_of_an_import_is_not_loosened_by_the_skew(
 ) -> None:
     """Only a time ahead of the clock matches an earlier stored one; an import's replay
     with a later past time is another message."""
-    first = api.post(
-        messages_url(thread_id), {"role": "user", "content": "x", "createdAt": "2026-08-16T08:00:00Z"},
-        headers={"Idempotency-Key": "i"},
-    )
-    later = api.post(
-        messages_url(thread_id), {"role": "user", "content": "x", "createdAt": "2026-08-16T08:01:00Z"},
-        headers={"Idempotency-Key": "i"},
-    )
+    first = _keyed(api, thread_id, "x", "2026-08-16T08:00:00Z", key="i")
+    later = _keyed(api, thread_id, "x", "2026-08-16T08:01:00Z", key="i")
 
     assert (first.status_code, later.status_code) == (201, 409)
 

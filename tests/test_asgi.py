@@ -185,13 +185,18 @@ def test_it_reads_a_chunked_request_body_whole(server: tuple[Server, str]) -> No
     assert (response.json()["dataset"], response.json()["tags"]) == ("chunked", ["a"])
 
 
-def test_it_answers_408_to_a_body_that_stops_arriving(server: tuple[Server, str]) -> None:
-    running, key = server
-    head = (
+def _head_of_100_bytes(key: str) -> str:
+    """A create-thread request head announcing a 100-byte JSON body."""
+    return (
         "POST /v1/memory/working/threads HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         f"Authorization: Bearer {key}\r\nContent-Type: application/json\r\n"
         "Content-Length: 100\r\n\r\n"
     )
+
+
+def test_it_answers_408_to_a_body_that_stops_arriving(server: tuple[Server, str]) -> None:
+    running, key = server
+    head = _head_of_100_bytes(key)
 
     answer = _raw(running, head.encode() + b'{"data')
 
@@ -204,11 +209,7 @@ def test_it_answers_408_to_a_body_that_never_starts(server: tuple[Server, str]) 
     # The first receive() waits (nothing of the body came with the head): the timeout
     # runs from there, around the receive already begun (memoryapp.asgi._at_once).
     running, key = server
-    head = (
-        "POST /v1/memory/working/threads HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        f"Authorization: Bearer {key}\r\nContent-Type: application/json\r\n"
-        "Content-Length: 100\r\n\r\n"
-    )
+    head = _head_of_100_bytes(key)
 
     answer = _raw(running, head.encode())
 
