@@ -298,17 +298,26 @@ def _begin_immediate(raw: sqlite3.Connection) -> None:
 _BUSY_CODES = frozenset((sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED))
 
 
-def time_ordered_id() -> uuid.UUID:
+def time_ordered_id(at: datetime | None = None) -> uuid.UUID:
     """A new message id: a UUID version 7 (RFC 9562), the Unix time in milliseconds in
-    its first 48 bits and 74 random bits after it.
+    its first 48 bits (``at``'s, else the clock's) and 74 random bits after it.
 
     Ids taken in time order sort in that order, so a new message's entry in the primary
     key's index lands on the index's last page, which the appends before it just wrote,
     not on a random one (a random UUID's did: one more page to read cold and write per
     append, and half-full pages from random splits). Still a UUID to every client.
     """
-    value = (time.time_ns() // 1_000_000) << 80 | int.from_bytes(os.urandom(10))
+    ms = time.time_ns() // 1_000_000 if at is None else int(at.timestamp() * 1000)
+    value = ms << 80 | int.from_bytes(os.urandom(10))
     return uuid.UUID(int=value & ~(0xF << 76 | 0x3 << 62) | 0x7 << 76 | 0x2 << 62)
+
+
+def id_time(value: uuid.UUID) -> datetime | None:
+    """The time a time_ordered_id carries, to the millisecond (aware, UTC); None for an
+    id of another version (rows from before ids were time-ordered)."""
+    if value.version != 7:
+        return None
+    return datetime.fromtimestamp((value.int >> 80) / 1000, tz=UTC)
 
 
 def _q(name: str) -> str:

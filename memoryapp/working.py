@@ -284,16 +284,17 @@ def _ms_floor(value: datetime) -> datetime:
     return value.replace(microsecond=value.microsecond // 1000 * 1000)
 
 
-def _replayed(
-    message_id: uuid.UUID, attempt: Message, *, created_at: datetime | None, ahead: bool
-) -> AppendResult:
+def _replayed(message_id: uuid.UUID, attempt: Message, *, created_at: datetime | None) -> AppendResult:
     """The first message stored under an Idempotency-Key; IdempotencyConflict when
     ``attempt`` (the unsaved row of the replay) differs from it in any field the client
     sent (_REPLAYED_FIELDS, and ``created_at`` when the client sent one: the one stored
-    or one it was raised from within its millisecond, see _dated). A ``created_at``
-    ``ahead`` of the server's clock, which the append replaces with the clock, matches a
-    stored one up to CLOCK_SKEW before it: the clock of the first append."""
+    or one it was raised from within its millisecond, see _dated). A ``created_at`` that
+    was ahead of the server's clock at the first append (its id's time,
+    sql.time_ordered_id), which the append replaced with the clock, matches a stored one
+    up to CLOCK_SKEW before it, however late the retry comes."""
     first = Message.objects.get(pk=message_id)
+    appended = sql.id_time(first.id)
+    ahead = created_at is not None and appended is not None and created_at > appended
     if any(getattr(first, name) != getattr(attempt, name) for name in _REPLAYED_FIELDS) or (
         created_at is not None and not _same_time(first.created_at, created_at, ahead=ahead)
     ):
@@ -360,12 +361,14 @@ def _appended_message(
     metadata: dict[str, Any] | None,
     idempotency_key: str | None,
     created_at: datetime,
+    now: datetime,
 ) -> Message:
     """The unsaved Message row message_append inserts (its sequence number is taken under
-    the lock); ``tokens`` as message_append takes them."""
+    the lock), its id carrying ``now``, the append's time; ``tokens`` as message_append
+    takes them."""
     return _new_message(
         {
-            "id": sql.time_ordered_id(),
+            "id": sql.time_ordered_id(now),
             "thread_id": thread_pk,
             "sequence_number": None,  # taken under the lock
             "role": role,
@@ -435,7 +438,7 @@ def message_append(
     at = now if created_at is None else min(created_at, now)  # ahead of the clock: the clock
     message = _appended_message(
         pk, role=role, content=content, tokens=tokens, model=model, latency_ms=latency_ms,
-        metadata=metadata, idempotency_key=idempotency_key, created_at=at,
+        metadata=metadata, idempotency_key=idempotency_key, created_at=at, now=now,
     )
     conn = connections[DEFAULT_DB_ALIAS]  # once for sql's calls (each look-up costs)
     params = sql.message_params(message, conn)
@@ -457,7 +460,7 @@ def message_append(
             _dated(message, params, counters.latest, given=at < now)
             upkeep = sql.message_insert(params, sequence=counters.sequence, db=db)
     except _Replay as replay:
-        return _replayed(replay.message_id, message, created_at=created_at, ahead=at == now)
+        return _replayed(replay.message_id, message, created_at=created_at)
     except IntegrityError as exc:
         # Only reachable if two writers bypassed the row lock, which the lock prevents;
         # surface it as a conflict rather than a 500.

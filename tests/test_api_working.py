@@ -664,7 +664,7 @@ def test_it_stores_a_created_at_ahead_of_the_clock_as_the_clock(
     other = api.create_thread()["threadId"]
     live = append_ok(api, other, "live elsewhere")
     replay = _keyed(api, thread_id, "ahead", "2026-08-16T09:04:59.5Z", key="a")
-    changed = _keyed(api, thread_id, "ahead", "2026-08-16T09:00:30Z", key="a")
+    changed = _keyed(api, thread_id, "ahead", "2026-08-16T08:59:00Z", key="a")
 
     assert (ahead.status_code, ahead.json()["createdAt"]) == (201, "2026-08-16T09:00:00.250Z")
     assert live["createdAt"] == "2026-08-16T09:01:00.000Z"
@@ -677,6 +677,22 @@ def test_it_stores_a_created_at_ahead_of_the_clock_as_the_clock(
     assert (early.status_code, early.json()["issues"][0]["code"]) == (400, "before_last_message")
     assert append_ok(api, thread_id, "import", createdAt="2026-08-16T09:00:00.250Z")["sequenceNumber"] == 2
     assert numbers(api.get(messages_url(thread_id))) == [1, 2]
+
+
+def test_a_retry_of_a_created_at_ahead_replays_after_the_clock_has_passed_it(
+    api: Api, thread_id: str, clock: Clock
+) -> None:
+    """A client 15 s fast retried after 20 s: its createdAt was no longer ahead of the
+    clock at the retry, so the exact retry was compared strictly and refused (409). What
+    was ahead is judged at the first append (the message id's time)."""
+    clock.set("2026-08-16T09:00:00.250Z")
+    first = _keyed(api, thread_id, "retry me", "2026-08-16T09:00:15Z", key="r")
+    clock.set("2026-08-16T09:00:20Z")
+    again = _keyed(api, thread_id, "retry me", "2026-08-16T09:00:15Z", key="r")
+
+    assert (first.status_code, first.json()["createdAt"]) == (201, "2026-08-16T09:00:00.250Z")
+    assert (again.status_code, again.headers["Idempotent-Replayed"], again.json()) == (201, "true", first.json())
+    assert numbers(api.get(messages_url(thread_id))) == [1]
 
 
 def test_a_replay_of_an_import_is_not_loosened_by_the_skew(
