@@ -367,9 +367,32 @@ class _Ledger:
             new.invalidated_at, new.invalidated_by = later.valid_from, later
             new.invalidation_found_at = timezone.now()
             self.stored.invalidated.append(new)
+            self._re_end(new)
             return
         for old in others:
             self._invalidate(old, new)
+
+    def _re_end(self, new: Fact) -> None:
+        """Facts already replaced that ``new`` (stored out of order) now ends sooner: those
+        of its subject and attribute stated before it whose replacement came after it
+        (Paris of 2019 was ended by Oslo of today; Rome of 2021 imported later ends it in
+        2021)."""
+        earlier = Fact.objects.filter(
+            project_id=new.project_id, dataset=new.dataset, subject_id=new.subject_id,
+            attribute=new.attribute, single_valued=True, event=False,
+            valid_from__lt=new.valid_from, invalidated_at__gt=new.valid_from,
+        ).exclude(value_key=new.value_key)
+        made = [
+            f for f in self.new
+            if f is not new and f.subject_id == new.subject_id and f.attribute == new.attribute
+            and not f.event and f.valid_from < new.valid_from and f.invalidated_at is not None
+            and f.invalidated_at > new.valid_from and f.value_key != new.value_key
+        ]
+        for old in [*earlier, *made]:
+            old.invalidated_at, old.invalidated_by = new.valid_from, new
+            old.invalidation_found_at = timezone.now()
+            self.changed[old.pk] = old
+            self.stored.invalidated.append(old)
 
     def _next_later(self, new: Fact, newer: list[Fact]) -> Fact:
         """The statement that ended ``new``, stated out of order (an import of old history):

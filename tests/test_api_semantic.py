@@ -378,3 +378,20 @@ def test_an_old_fact_imported_late_is_ended_by_the_next_later_one(api: Api, cloc
         ("The user lives in Rome.", "2026-08-16T09:00:00.000Z", "The user lives in Oslo."),
         ("The user lives in Oslo.", None, None),
     ]
+
+
+def test_a_fact_imported_between_two_ends_the_earlier_one_sooner(api: Api, clock: Clock) -> None:
+    """Oslo today, then Paris of 2019 imported (ended by Oslo), then Rome of 2021
+    imported: Paris stayed ended by Oslo today, as if both ran until now; Rome ends it."""
+    clock.set("2026-08-16T09:00:00Z")
+    oslo = api.create_thread(dataset="u")["threadId"]
+    assert api.append(oslo, "I live in Oslo").status_code == 201
+    episodic.episode_build(thread_id=oslo, from_sequence=1, to_sequence=1)
+    _imported(api, "u", ("2019-05-01T10:00:00Z", "I live in Paris"))
+    _imported(api, "u", ("2021-01-01T10:00:00Z", "I live in Rome"))
+
+    assert _facts(api, dataset="u") == [
+        ("The user lives in Paris.", "2021-01-01T10:00:00.000Z", "The user lives in Rome."),
+        ("The user lives in Rome.", "2026-08-16T09:00:00.000Z", "The user lives in Oslo."),
+        ("The user lives in Oslo.", None, None),
+    ]
