@@ -306,10 +306,46 @@ def time_ordered_id(at: datetime | None = None) -> uuid.UUID:
     key's index lands on the index's last page, which the appends before it just wrote,
     not on a random one (a random UUID's did: one more page to read cold and write per
     append, and half-full pages from random splits). Still a UUID to every client.
+    The random bits are the operating system's (os.urandom, as uuid.uuid4's), read
+    RANDOM_READ bytes at a time (_random_10).
     """
     ms = time.time_ns() // 1_000_000 if at is None else int(at.timestamp() * 1000)
-    value = ms << 80 | int.from_bytes(os.urandom(10))
+    value = ms << 80 | _random_10()
     return uuid.UUID(int=value & ~(0xF << 76 | 0x3 << 62) | 0x7 << 76 | 0x2 << 62)
+
+
+# os.urandom is a system call: once per id it was 4-5% of an append served over HTTP
+# (issue 11). Each thread reads this many bytes at a time and takes 10 per id; a forked
+# child drops what its parent read (_forget_random), so no two processes share bytes.
+RANDOM_READ = 4000
+
+
+class _Random(threading.local):
+    """This thread's unread random bytes: ``pool[at:]``."""
+
+    pool = b""
+    at = 0
+
+
+_random = _Random()
+
+
+def _random_10() -> int:
+    """10 bytes of os.urandom's, never handed out twice (per thread; see RANDOM_READ), as
+    an int."""
+    mine = _random
+    at = mine.at
+    if at + 10 > len(mine.pool):
+        mine.pool, at = os.urandom(RANDOM_READ), 0
+    mine.at = at + 10
+    return int.from_bytes(mine.pool[at : at + 10])
+
+
+def _forget_random() -> None:
+    _random.pool, _random.at = b"", 0
+
+
+os.register_at_fork(after_in_child=_forget_random)
 
 
 def id_time(value: uuid.UUID) -> datetime | None:
@@ -386,10 +422,13 @@ def _bump_sql(vendor: str, scoped: bool) -> str:
 @dataclass(frozen=True, slots=True)
 class Bump:
     """thread_bump's statement and parameters, built before the writers queue is joined
-    (bump_of), so the lock is held for the statements alone."""
+    (bump_of), so the lock is held for the statements alone. ``adapted``: the values it
+    adapted for the database, as (value, stored form) pairs, which message_params reuses
+    for the same objects (the append's time, the thread id)."""
 
     scoped: bool
     params: list[Any]
+    adapted: tuple[tuple[Any, Any], ...] = ()
 
 
 def bump_of(
@@ -410,9 +449,11 @@ def bump_of(
     t_in, t_out, t_total, counted = (
         (tokens["input"], tokens["output"], tokens["total"], 1) if tokens else (0, 0, 0, 0)
     )
-    params = [at, at, created, created, created, t_in, t_out, t_total, counted, _db_uuid(thread_id, db)]
+    thread = _db_uuid(thread_id, db)
+    params = [at, at, created, created, created, t_in, t_out, t_total, counted, thread]
+    adapted = ((now, at), (thread_id, thread)) if created_at is None else ((now, at), (created_at, created), (thread_id, thread))
     scoped = project_id is not None
-    return Bump(scoped=scoped, params=[*params, project_id] if scoped else params)
+    return Bump(scoped=scoped, params=[*params, project_id] if scoped else params, adapted=adapted)
 
 
 def thread_bump(
@@ -475,22 +516,39 @@ def _fields() -> list[tuple[str, Any]]:
     return [(f.attname, None if isinstance(f, _PLAIN_FIELDS) else f) for f in fields]
 
 
-def message_params(message: Message, db: BaseDatabaseWrapper | None = None) -> list[Any]:
+def message_params(
+    message: Message,
+    db: BaseDatabaseWrapper | None = None,
+    adapted: tuple[tuple[Any, Any], ...] = (),
+) -> list[Any]:
     """The INSERT's parameters for ``message``, as the ORM would adapt them.
 
     Built before the append's transaction starts, so the thread's lock is held only for
     the statements themselves; ``sequence_number`` is filled in by message_insert.
     The fields are given the default connection itself (``db``, looked up here when not
     given): ``django.db.connection`` would look it up in its thread-local store again for
-    each attribute a field reads of it.
+    each attribute a field reads of it. Only what the ORM would change goes through the
+    field (issue 11: the field's chain of calls was a tenth of an append): None is NULL
+    for every field here, as the ORM stores it; a value that is one of ``adapted``'s
+    (value, stored form) pairs (Bump.adapted: the same datetime or UUID object, adapted
+    by the same connection) takes that stored form.
     """
     db = connections[DEFAULT_DB_ALIAS] if db is None else db
-    return [
-        getattr(message, attname)
-        if field is None
-        else field.get_db_prep_save(getattr(message, attname), db)
-        for attname, field in _fields()
-    ]
+    values = message.__dict__
+    params = []
+    for attname, field in _fields():
+        value = values[attname]
+        if field is not None and value is not None:
+            value = _adapted(value, field, db, adapted)
+        params.append(value)
+    return params
+
+
+def _adapted(value: Any, field: models.Field[Any, Any], db: BaseDatabaseWrapper, known: tuple[tuple[Any, Any], ...]) -> Any:
+    for given, stored in known:
+        if given is value:
+            return stored
+    return field.get_db_prep_save(value, db)
 
 
 _SEQUENCE_AT = MESSAGE_COLUMNS.index("sequence_number")

@@ -21,6 +21,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, IntegrityError, connections, transaction
+from django.db.models.base import ModelState
+from django.db.models.signals import post_init, pre_init
 from django.utils import timezone
 
 from memoryapp import events, sql
@@ -266,10 +268,22 @@ def _message_attnames() -> tuple[str, ...]:
 
 def _new_message(values: dict[str, Any]) -> Message:
     """A Message of ``values`` (every concrete field's attname: a KeyError names one
-    left out), built positionally: Django's keyword path costs about twice as much, and
-    an append builds one for every call."""
-    args: Any = [values[name] for name in _message_attnames()]
-    return Message(*args)
+    left out, a name that is not one raises TypeError). An append builds one per call:
+    with no receiver of the model's pre_init or post_init signals, the row is made as
+    Model.__init__ makes it from positional values (its state, then each attname in the
+    instance's dict; a new instance has no related object cached for the foreign key's
+    setter to drop) without its per-field loop (issue 11); otherwise by Message(*values).
+    """
+    names = _message_attnames()
+    if len(values) != len(names):
+        raise TypeError(f"a Message takes {names}, not {tuple(values)}")
+    if pre_init.has_listeners(Message) or post_init.has_listeners(Message):
+        args: Any = [values[name] for name in names]
+        return Message(*args)
+    message = Message.__new__(Message)
+    message._state = ModelState()
+    message.__dict__.update((name, values[name]) for name in names)
+    return message
 
 
 # What a replay must repeat for its Idempotency-Key to name the same message: everything
@@ -441,11 +455,11 @@ def message_append(
         metadata=metadata, idempotency_key=idempotency_key, created_at=at, now=now,
     )
     conn = connections[DEFAULT_DB_ALIAS]  # once for sql's calls (each look-up costs)
-    params = sql.message_params(message, conn)
     bump = sql.bump_of(
         thread_id=pk, project_id=project.pk if project is not None else None, now=now,
         tokens=tokens, created_at=at if at < now else None, db=conn,
     )
+    params = sql.message_params(message, conn, bump.adapted)
     try:
         with sql.append_transaction(conn) as db:
             counters = sql.thread_bump_run(bump, db=db)

@@ -23,6 +23,7 @@ import pytest
 from django.apps import apps as django_apps
 from django.db import IntegrityError, connection
 from django.db.backends.sqlite3 import base as django_sqlite
+from django.db.models.signals import post_init
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -93,6 +94,77 @@ def test_it_keeps_the_thread_counters_and_totals(project: Project) -> None:
     assert (fresh.tokens_input, fresh.tokens_output, fresh.tokens_total) == (2, 3, 6)
     assert fresh.first_message_at == results[0].message.created_at
     assert fresh.last_message_at == fresh.last_activity == results[2].message.created_at
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {"tokens": {"input": 2, "output": 3, "total": 6}, "model": "m", "latency_ms": 7},
+        {"metadata": {"k": [1, "é"]}, "idempotency_key": "k-1"},
+        {"created_at": "2026-08-16T09:00:00Z"},
+        {"created_at": "2026-08-16T09:00:00.000001Z", "tokens": {"input": 0, "output": 0, "total": 0}},
+    ],
+)
+def test_the_append_adapts_its_row_as_the_orm_does(db: None, fields: dict[str, Any]) -> None:
+    """message_params' shortcuts (None as NULL, the bump's adapted time and thread id
+    reused) give the parameters every field's get_db_prep_save gives, on this database."""
+    now = timezone.now()
+    created = at(fields.pop("created_at")) if "created_at" in fields else None
+    given = {"tokens": None, "model": None, "latency_ms": None, "metadata": None, "idempotency_key": None, **fields}
+    thread_id = uuid.uuid4()
+    message = working._appended_message(thread_id, role="user", content="x", created_at=created or now, now=now, **given)
+    bump = sql.bump_of(thread_id=thread_id, project_id=1, now=now, tokens=given["tokens"], created_at=created)
+
+    by_column = {f.column: f for f in Message._meta.concrete_fields}
+    orm = [by_column[c].get_db_prep_save(getattr(message, by_column[c].attname), connection) for c in sql.MESSAGE_COLUMNS]
+
+    def comparable(params: list[Any]) -> list[Any]:  # psycopg's Jsonb wrapper has no __eq__
+        return [getattr(p, "obj", p) for p in params]
+
+    assert comparable(sql.message_params(message, connection, bump.adapted)) == comparable(orm)
+    assert comparable(sql.message_params(message, connection)) == comparable(orm)
+
+
+def test_message_ids_random_bits_are_never_shared_with_a_forked_child() -> None:
+    """time_ordered_id reads os.urandom RANDOM_READ bytes at a time: a child forked with
+    part of a read unused must not hand out the parent's next bits as its own."""
+    sql.time_ordered_id()  # this thread now holds unread random bytes
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next bits, to the parent
+        os.write(write, sql._random_10().to_bytes(10))
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    child = int.from_bytes(os.read(read, 10))
+    os.close(read)
+    assert child != sql._random_10()
+
+
+def test_a_new_message_row_is_the_one_message_init_makes_with_or_without_init_receivers(db: None) -> None:
+    now = timezone.now()
+    values = dict(
+        role="assistant", content="x", tokens={"input": 1, "output": 2, "total": 3}, model="m",
+        latency_ms=4, metadata={"a": 1}, idempotency_key="k", created_at=now, now=now,
+    )
+    fast = working._appended_message(uuid.uuid4(), **values)  # type: ignore[arg-type]
+    seen: list[Message] = []
+
+    def heard(sender: type[Message], instance: Message, **kwargs: Any) -> None:
+        seen.append(instance)
+
+    post_init.connect(heard, sender=Message)
+    try:
+        slow = working._appended_message(fast.thread_id, **values)  # type: ignore[arg-type]
+    finally:
+        post_init.disconnect(heard, sender=Message)
+    assert seen == [slow]
+    slow.id = fast.id  # a new id each
+    assert {k: v for k, v in vars(fast).items() if k != "_state"} == {k: v for k, v in vars(slow).items() if k != "_state"}
+    assert (fast._state.adding, fast._state.db) == (slow._state.adding, slow._state.db) == (True, None)
+    with pytest.raises(TypeError):
+        working._new_message({"role": "user"})
 
 
 def test_it_keeps_the_threads_latest_created_at_in_the_bump_with_and_without_microseconds(
