@@ -13,10 +13,11 @@ the previous request began. The body's own deadline is in memoryapp.asgi (408).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from typing import Any
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 
 class _HeldWrites:
@@ -108,6 +109,31 @@ class HttpProtocol(HttpToolsProtocol):
         super().connection_made(_HeldWrites(transport, self.loop))  # type: ignore[arg-type]
         self.read_timeout = _read_timeout()
         self._head_begins()
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to bytes that are not an HTTP request it can parse (a
+        malformed request line or header, a raw non-ASCII byte in the target, a bad
+        chunk), in the API's error shape: 400 ``{"error": "Validation error", "issues":
+        [{"path": [], "message": msg, "code": "invalid_http"}]}`` as JSON, where uvicorn
+        sent it as text/plain; then the connection is closed, as uvicorn closes it
+        (nothing after the bad bytes can be read as a request)."""
+        body = json.dumps(
+            {"error": "Validation error", "issues": [{"path": [], "message": msg, "code": "invalid_http"}]}
+        ).encode()
+        head = [STATUS_LINE[400]]
+        for name, value in self.server_state.default_headers:
+            head.extend([name, b": ", value, b"\r\n"])
+        head.extend(
+            [
+                b"content-type: application/json\r\n",
+                b"content-length: " + str(len(body)).encode("ascii") + b"\r\n",
+                b"connection: close\r\n",
+                b"\r\n",
+                body,
+            ]
+        )
+        self.transport.write(b"".join(head))
+        self.transport.close()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()

@@ -4,6 +4,7 @@ requests in flight are counted over all connections."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from uvicorn.config import Config
@@ -116,3 +117,33 @@ def test_it_counts_the_http_requests_in_flight_over_every_connection() -> None:
         return seen
 
     assert asyncio.run(scenario()) == [0, 3, 2, 0, 1, 0]
+
+
+def test_it_answers_what_is_not_an_http_request_with_the_apis_json_error_and_closes() -> None:
+    """httptools refuses a raw non-ASCII byte in the request target: uvicorn answered it
+    with text/plain; the API's 400 shape is JSON, every answer's."""
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        raise AssertionError("no request reaches the application")
+
+    config = Config(app=app, lifespan="off", ws="none")
+    config.load()
+    transport = SocketTransport()
+
+    async def scenario() -> None:  # the protocol takes the running loop
+        protocol = HttpProtocol(config=config, server_state=ServerState(), app_state={})
+        protocol.connection_made(transport)  # type: ignore[arg-type]
+        protocol.data_received(b"GET /v1/memory/working/threads?tag=\xff HTTP/1.1\r\nHost: x\r\n\r\n")
+        protocol.connection_lost(None)
+
+    asyncio.run(scenario())
+    head, _, body = b"".join(transport.writes).partition(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    assert lines[0] == b"HTTP/1.1 400 Bad Request"
+    assert b"content-type: application/json" in lines and b"connection: close" in lines
+    assert f"content-length: {len(body)}".encode() in lines
+    assert json.loads(body) == {
+        "error": "Validation error",
+        "issues": [{"path": [], "message": "Invalid HTTP request received.", "code": "invalid_http"}],
+    }
+    assert transport.closed
