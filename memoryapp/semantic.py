@@ -23,9 +23,10 @@ Lineage rules (facts_store):
   (ExtractedFact.retires: quitting a job ends the title and the employer): their
   current facts stated no later than it are invalidated by it in the same way; with
   ``retires_when`` only if one of them has that value (its words name it: "Acme" and
-  "Acme Corp"); a multi-valued one of them ends only if its own value names it ("Rex
-  died" ends "dog: Rex", not the other dogs), the new fact's own attribute included when
-  it is multi-valued ("Mara, not Maria" ends "sister: Maria", not the other sisters).
+  "Acme Corp"; a word's derived forms are one word, "nursing" and "nurse": word_stem);
+  a multi-valued one of them ends only if its own value names it ("Rex died" ends "dog:
+  Rex", not the other dogs), the new fact's own attribute included when it is
+  multi-valued ("Mara, not Maria" ends "sister: Maria", not the other sisters).
 - Deleting a fact removes it and its search-index row at once (fact_delete); a fact it
   had invalidated is current again unless a newer current fact invalidates it
   (invalidations_release, the same for a thread's or a dataset's facts).
@@ -108,9 +109,35 @@ def text_key(text: str) -> str:
 
 def values_match(a: str, b: str) -> bool:
     """Whether two value keys name the same thing: one's words contain the other's
-    ("acme" and "acme corp"; for naming a thing, not for telling values apart)."""
-    left, right = set(a.split()), set(b.split())
+    ("acme" and "acme corp"; for naming a thing, not for telling values apart), a word
+    and its derived forms one word ("nursing" and "nurse", "teaching" and "high school
+    teacher", "law" and "lawyer": word_stem)."""
+    left, right = {word_stem(w) for w in a.split()}, {word_stem(w) for w in b.split()}
     return bool(left and right) and (left <= right or right <= left)
+
+
+# Endings that make a field or a doer of one root ("nursing", "teacher", "pharmacist").
+_SUFFIXES = ("ing", "ism", "ist", "ian", "ant", "ent", "ry", "er", "or")
+
+
+def word_stem(word: str) -> str:
+    """The root of ``word`` (lower case, five letters or more; a shorter one stays whole,
+    so names like "Jan" and "Jane" stay apart): a plural's "s", then up to two endings of
+    a field or a doer (_SUFFIXES), then a final "e" or "y", never leaving fewer than three
+    letters. "nursing", "nurse" and "nurses" -> "nurs"; "lawyer" -> "law"; "engineering"
+    and "engineer" -> "engin"; "dentistry" and "dentist" -> "dent"; "acme" stays."""
+    if len(word) < 5:
+        return word
+    if word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    for _ in range(2):
+        suffix = next((s for s in _SUFFIXES if word.endswith(s) and len(word) - len(s) >= 3), "")
+        if not suffix:
+            break
+        word = word[: -len(suffix)]
+    if word.endswith(("e", "y")) and len(word) > 3:
+        word = word[:-1]
+    return word
 
 
 def _value_words(key: str) -> set[str]:

@@ -772,11 +772,13 @@ def test_it_strips_discourse_markers_that_open_a_statement(content: str, text: s
         ("I got fired last week.", "job", ("works at",), ""),
         ("I retired in 2023.", "job", ("works at",), ""),
         ("I left Acme in March.", "", ("works at", "job"), "Acme"),
-        ("I resigned from Acme Corp.", "job", ("works at",), ""),
+        ("I resigned from Acme Corp.", "", ("works at", "job"), "Acme Corp"),
         ("I left Acme Corp for Globex.", "", ("works at", "job"), "Acme Corp"),
         # A title alone changing, or leaving a stance, ends nothing else.
         ("I got promoted to team lead.", "job", (), ""),
-        ("I gave up running.", "stance on running", (), ""),
+        ("I stopped running.", "stance on running", (), ""),
+        # Quitting one names the work it may be ("I quit nursing"): ended only if it is.
+        ("I gave up running.", "stance on running", ("works at", "job"), "running"),
     ],
 )
 def test_a_change_of_state_names_every_attribute_it_ends(

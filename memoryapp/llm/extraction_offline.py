@@ -34,7 +34,14 @@ English first-person statements and nothing fitted to one data set.
   so a promotion replaces the title and the employer stays current.
   A change of state also names the other attributes it ends (ExtractedFact.retires):
   losing a job ends the employer with the title, and "I left Acme" ends both where Acme
-  is the employer. Other clauses have no attribute and never contradict anything.
+  is the employer; so do "I resigned from the bakery", "I stepped down as head nurse",
+  "I left nursing" and "I quit nursing" or "I gave up law" (a stance stopped) where the
+  job or employer is what they name (memoryapp.semantic matches "nursing" to "nurse").
+  Parting with a possession ("I sold my Tesla", "I traded in my Civic", "I gave my bike
+  to my nephew", "we got rid of our boat") ends the thing had, the pet or the car driven
+  whose value names it, by make or by kind; "I sold my car" replaces the car driven
+  ("sold") and ends a thing had that is a car ("an electric car"). Other clauses have no
+  attribute and never contradict anything.
 - **Others' facts.** A clause whose subject is a name and a verb ("Priya is a teacher",
   "Mark works at Acme", "Priya quit her job") is read as the speaker's own clause would
   be ("I'm a teacher"): a pattern's fact there is about that person (single-valued per
@@ -346,6 +353,22 @@ def _p(
     return _Pattern(re.compile(regex, re.IGNORECASE), attribute, single, kind, fixed, retires, lead)
 
 
+# Parting with a possession: selling, giving or trading it away, getting rid of it.
+_PARTED = (
+    r"sold(?: off)?|got rid of|gotten rid of|scrapped|junked|gave away|given away|donated|rehomed|"
+    r"traded in|traded|swapped|exchanged|parted with|totall?ed"
+)
+# Giving it to someone: "I gave my bike to my nephew" (not "I gave my bike a wash").
+_GAVE = r"gave|given|handed|passed on|handed down"
+# The thing parted with, up to where its new owner, price or time begins ("my Tesla to a
+# neighbour", "my Civic in for a Prius", "my boat last week").
+_THING_END = (
+    r"(?=\s+(?:to|for|in|on|at|off|away|back|last|this|yesterday|today|because|"
+    r"and|but|so|after|when|since|ago|a (?:few|couple)|\d)\b|\s*[,;.!?]|\s*$)"
+)
+_PARTED_THING = rf"(?P<value>[^,;.!?]+?){_THING_END}"
+
+
 #: Losing one's job ends the employer with the title (ExtractedFact.retires).
 _ENDS_EMPLOYMENT = ("works at",)
 #: Leaving a named place of work ends the employment and the title held there.
@@ -500,21 +523,28 @@ _PATTERNS = [
         single=True,
         kind="product",
     ),
+    # The car parted with, named by its kind: the car "sold", which replaces the car one
+    # drives, and it ends a possession naming a car ("I have an electric car"; retires_when
+    # is the ``thing`` group).
     _p(
-        rf"{_I}{_HAVE} (?:sold|got rid of|scrapped|gave away|given away) (?:my|our|the) (?:old )?car\b",
+        rf"{_WE_I}{_HAVE} (?:(?P<parted>{_PARTED})|{_GAVE}) (?:my|our|the) (?:old |first |own )?(?P<thing>car){_THING_END}"
+        r"(?(parted)|(?= (?:away|to)\b))",
         "car",
         single=True,
         fixed="sold",
+        retires=("has",),
     ),
-    # Any other possession parted with ("I sold my boat", "we gave away our dog Rex"): it
-    # ends the pet or thing had whose value names it (retires_when). Not the car: the
-    # next car replaces it ("I sold the Civic, I drive a Prius now": replaced by the Prius).
+    # Any other possession parted with, by its kind or its make ("I sold my boat", "we gave
+    # away our dog Rex", "I traded in my Tesla", "I gave my bike to my nephew"): it ends the
+    # pet, thing had or car driven whose value names it (retires_when; the car "Tesla Model
+    # 3" by "Tesla"). Only the one named: "I sold the Civic, I drive a Prius now" ends the
+    # Civic, never the Prius.
     _p(
-        rf"{_WE_I}{_HAVE} (?:sold|got rid of|scrapped|gave away|given away|donated|rehomed) (?:my|our|the) "
-        rf"(?:old )?{_VALUE}",
+        rf"{_WE_I}{_HAVE} (?:(?P<parted>{_PARTED})|{_GAVE}) (?:my|our|the) (?:old )?{_PARTED_THING}"
+        r"(?(parted)|(?= (?:away|to)\b))",
         "",
         single=False,
-        retires=("has", *_PETS),
+        retires=("has", "car", *_PETS),
     ),
     _p(
         rf"\bmy (?:new |current )?car is (?:a |an |the )?{_VALUE}",
@@ -556,7 +586,8 @@ _PATTERNS = [
     ),
     # Changes of job: the old value stops being current (memoryapp.semantic).
     _p(
-        rf"{_I}{_HAVE} (?:(?:quit|left|resigned from) (?:my|the|a) (?:\w+ )?job|resigned|handed in my notice)\b",
+        rf"{_I}{_HAVE} (?:(?:quit|left|resigned from) (?:my|the|a) (?:\w+ )?(?:job|position|role|post)|"
+        r"resigned(?! (?:from|as)\b)|handed in my notice)\b",
         "job",
         single=True,
         fixed="quit",
@@ -577,6 +608,15 @@ _PATTERNS = [
         single=True,
         fixed="lost job",
         retires=_ENDS_EMPLOYMENT,
+    ),
+    # Resigning from a place or a post ("I resigned from the bakery", "I stepped down as
+    # head nurse"): the job and employer end only if it names them (retires_when), so
+    # "I resigned from the board" leaves the job at Acme current.
+    _p(
+        rf"{_I}{_HAVE} (?:resigned|stepped down|stepped away) (?:from|as) (?:my |the |a |an |our )?{_VALUE}",
+        "",
+        single=False,
+        retires=_LEFT_EMPLOYER,
     ),
     _p(rf"{_I}{_HAVE} retired\b", "job", single=True, fixed="retired", retires=_ENDS_EMPLOYMENT),
     _p(
@@ -853,7 +893,14 @@ _PATTERNS = [
     ),
     # "I left Acme": the job ends only if Acme is where the speaker works (retires_when).
     # Last, so a clause that says more ("I left Paris when I moved to Leeds") keeps that.
-    _p(rf"{_I}{_HAVE} left (?P<value>{_NAME})\b", "", single=False, retires=_LEFT_EMPLOYER),
+    # So "I left nursing", "I left my career in banking": the job ends if it names the field.
+    _p(
+        rf"{_I}{_HAVE} (?:left|walked away from) (?:(?:my|a|the) (?:\w+ )?(?:career|job|work|position|role) "
+        rf"(?:in|as|at|with) (?:a |an |the )?)?(?P<value>{_NAME}|[a-z]+ing)\b",
+        "",
+        single=False,
+        retires=_LEFT_EMPLOYER,
+    ),
     # A number of one's own: "My budget is 20000 euros", "my goal is 10000 steps a day" (the
     # thing is the attribute, so a new figure replaces the old). Not a relative's age.
     _p(
@@ -2375,10 +2422,17 @@ _TAKEN_UP_AGAIN = re.compile(
 )
 
 
+# Quitting or leaving something one may work in or at ("I quit nursing", "I gave up law").
+_LEFT_WORK = re.compile(r"\b(?:quit|quitting|left|leaving|gave up|given up|giving up|walked away from)\b", re.IGNORECASE)
+
+
 def _ending(clause: str, attribute: str, value: str) -> tuple[tuple[str, ...], str]:
     """``(retires, retires_when)`` of the pattern that gave the clause its attribute
     (ExtractedFact.retires): a job's ending ends the employer too; "I left Acme" ends the
-    job where Acme is the employer; a diet ends the stances on what it leaves out
+    job where Acme is the employer, "I quit nursing" (a stance stopped) the job or
+    employer it names; a possession parted with ends what names it ("I sold my Tesla":
+    the car or thing had "Tesla"), a car parted with by its kind the things had that
+    name a car; a diet ends the stances on what it leaves out
     ("I'm vegetarian now" ends "stance on meat"), and eating such a food again ends the
     diets that leave it out ("I eat meat again" ends "vegetarian", "vegan",
     "pescatarian", not "gluten-free")."""
@@ -2388,6 +2442,10 @@ def _ending(clause: str, attribute: str, value: str) -> tuple[tuple[str, ...], s
     if attribute == "diet" and value.lower() in _DIET_ENDS:
         items = dict.fromkeys(_DIET_ENDS[value.lower()])
         return tuple(f"{STANCE} {item}" for item in items), ""
+    if attribute.startswith(f"{STANCE} ") and value == _STOPPED and _LEFT_WORK.search(clause):
+        # "I quit nursing", "I gave up law", "I quit Acme": the job or employer it names ends
+        # (semantic.values_match folds "nursing" and "nurse"); "I quit smoking" ends none.
+        return _LEFT_EMPLOYER, attribute[len(STANCE) + 1 :]
     if attribute.startswith(f"{STANCE} ") and value == _DOES and _TAKEN_UP_AGAIN.search(clause):
         item = attribute[len(STANCE) + 1 :]
         diets = [diet for diet, items in _DIET_ENDS.items() if item in items]
@@ -2396,9 +2454,11 @@ def _ending(clause: str, attribute: str, value: str) -> tuple[tuple[str, ...], s
     for pattern in _PATTERNS:
         if not pattern.retires or pattern.attribute != attribute:
             continue
-        if pattern.fixed and pattern.fixed == value and pattern.regex.search(clause):
-            return pattern.retires, ""
-        if not pattern.attribute and value and pattern.regex.search(clause):
+        found = pattern.regex.search(clause)
+        if pattern.fixed and pattern.fixed == value and found:
+            # A change named by its kind ends only the things of that kind ("sold my car").
+            return pattern.retires, found.groupdict().get("thing") or ""
+        if not pattern.attribute and value and found:
             return pattern.retires, value
     return (), ""
 

@@ -1,0 +1,216 @@
+"""Endings and lists in offline extraction (memoryapp/llm/extraction_offline.py) and what
+they end in storage (memoryapp/semantic.py): a possession parted with ends the thing had
+or the car driven that it names, by make or by kind; quitting, leaving or resigning ends
+the job or employer it names, by occupation or by employer.
+
+Each is checked as the facts extraction gives and, through the database, as the facts
+left current, with a case that must end nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memoryapp import episodic, semantic, working
+from memoryapp.llm.extraction_offline import extract_episode
+from memoryapp.llm.port import TranscriptMessage
+from memoryapp.models import Fact, Project
+from memoryapp.semantic import values_match, word_stem
+from tests.conftest import Clock
+
+WHEN = datetime(2026, 3, 11, 15, 30, tzinfo=UTC)
+_OWNED = ("has", "car", "dog", "cat", "pet", "puppy", "pup", "kitten", "kitty", "horse", "pony", "bird", "rabbit",
+          "bunny", "hamster", "parrot", "turtle", "tortoise", "snake", "lizard", "gecko", "ferret", "fish", "goldfish")
+_WORK = ("works at", "job")
+
+
+def _ends(content: str) -> list[tuple[str, str, str, tuple[str, ...], str]]:
+    message = TranscriptMessage(sequence_number=1, role="user", content=content, created_at=WHEN)
+    return [(f.text, f.attribute, f.value, f.retires, f.retires_when) for f in extract_episode([message]).facts]
+
+
+def _told(project: Project, clock: Clock, when: str, *lines: str) -> None:
+    """One thread of user messages at ``when``, ended and extracted offline."""
+    clock.set(when)
+    thread = working.thread_create(project=project, dataset="endings")
+    rows = [working.message_append(thread=thread, role="user", content=c).message for c in lines]
+    assert episodic.episode_build(
+        thread_id=thread.pk,
+        from_sequence=rows[0].sequence_number,
+        to_sequence=rows[-1].sequence_number,
+    ).created
+
+
+def _current(project: Project) -> set[str]:
+    facts, _ = semantic.fact_list(project=project, dataset="endings")
+    return {f.text for f in facts}
+
+
+def _stored(project: Project, clock: Clock, before: tuple[str, ...], after: tuple[str, ...]) -> set[str]:
+    _told(project, clock, "2025-01-10T10:00:00Z", *before)
+    _told(project, clock, "2025-08-16T09:00:00Z", *after)
+    return _current(project)
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("I sold my Tesla.", [("The user sold the user's Tesla.", "", "", _OWNED, "Tesla")]),
+        (
+            "I traded in my Civic for a Prius.",
+            [("The user traded in the user's Civic for a Prius.", "", "", _OWNED, "Civic")],
+        ),
+        ("We traded our van in.", [("The user and others traded the user's van in.", "", "", _OWNED, "van")]),
+        (
+            "I gave my bike to my nephew last week.",
+            [("The user gave the user's bike to the user's nephew last week (the week before 11 March 2026).",
+              "", "", _OWNED, "bike")],
+        ),
+        (
+            "I sold my old Ford truck to a neighbour.",
+            [("The user sold the user's old Ford truck to a neighbour.", "", "", _OWNED, "Ford truck")],
+        ),
+        ("I got rid of my car.", [("The user got rid of the user's car.", "car", "sold", ("has",), "car")]),
+        ("I gave my car to my son.", [("The user gave the user's car to the user's son.", "car", "sold", ("has",), "car")]),
+        # Giving it a wash is no parting with it; a car seat is no car.
+        ("I gave my bike a good clean.", [("The user gave the user's bike a good clean.", "", "", (), "")]),
+        ("I sold my car seat.", [("The user sold the user's car seat.", "", "", _OWNED, "car seat")]),
+    ],
+)
+def test_parting_with_a_possession_names_what_it_ends(
+    content: str, expected: list[tuple[str, str, str, tuple[str, ...], str]]
+) -> None:
+    """"I sold my Tesla" ended the things had and the pets named Tesla, not the car."""
+    assert _ends(content) == expected
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "current"),
+    [
+        (
+            ("I drive a Tesla Model 3.",),
+            ("I sold my Tesla.",),
+            {"The user sold the user's Tesla."},
+        ),
+        (
+            ("I have a Tesla.", "I drive a Tesla."),
+            ("I traded in my Tesla for a Prius.",),
+            {"The user traded in the user's Tesla for a Prius."},
+        ),
+        (
+            ("I drive a Honda Civic.", "I have an electric car."),
+            ("I got rid of my car.",),
+            {"The user got rid of the user's car."},
+        ),
+        (
+            ("I have a mountain bike.", "I have a kayak."),
+            ("I gave my bike to my nephew.",),
+            {"The user has a kayak.", "The user gave the user's bike to the user's nephew."},
+        ),
+        # Selling another thing ends neither the car nor the other things had.
+        (
+            ("I drive a Tesla.", "I have a boat."),
+            ("I sold my piano.",),
+            {"The user drives a Tesla.", "The user has a boat.", "The user sold the user's piano."},
+        ),
+    ],
+)
+def test_a_possession_parted_with_ends_the_facts_naming_it(
+    project: Project, clock: Clock, before: tuple[str, ...], after: tuple[str, ...], current: set[str]
+) -> None:
+    """"I sold my Tesla" left "The user drives a Tesla Model 3." current."""
+    assert _stored(project, clock, before, after) == current
+
+
+def test_selling_a_car_by_its_make_ends_that_car_only(project: Project, clock: Clock) -> None:
+    _told(project, clock, "2025-01-10T10:00:00Z", "I drive a Tesla.")
+    _told(project, clock, "2025-08-16T09:00:00Z", "I sold my Tesla.")
+    tesla = Fact.objects.get(text="The user drives a Tesla.")
+    sold = Fact.objects.get(text="The user sold the user's Tesla.")
+    assert tesla.invalidated_by == sold and tesla.invalidated_at == sold.valid_from
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("I quit nursing.", [("The user quit nursing.", "stance on nursing", "stopped", _WORK, "nursing")]),
+        ("I gave up law.", [("The user gave up law.", "stance on law", "stopped", _WORK, "law")]),
+        ("I quit Acme.", [("The user quit Acme.", "stance on acme", "stopped", _WORK, "acme")]),
+        ("I resigned from the bakery.", [("The user resigned from the bakery.", "", "", _WORK, "bakery")]),
+        ("I stepped down as head nurse.", [("The user stepped down as head nurse.", "", "", _WORK, "head nurse")]),
+        ("I left nursing last year.", [("The user left nursing last year (2025).", "", "", _WORK, "nursing")]),
+        (
+            "I left my career in banking.",
+            [("The user left the user's career in banking.", "", "", _WORK, "banking")],
+        ),
+        # The job itself, whatever it was: it ends, and the employer with it.
+        (
+            "I quit my job as a nurse.",
+            [("The user quit the user's job as a nurse.", "job", "quit", ("works at",), "")],
+        ),
+        (
+            "I resigned from my position at Acme.",
+            [("The user resigned from the user's position at Acme.", "job", "quit", ("works at",), "")],
+        ),
+        ("I resigned yesterday.", [("The user resigned yesterday (10 March 2026).", "job", "quit", ("works at",), "")]),
+    ],
+)
+def test_quitting_names_the_work_it_ends(
+    content: str, expected: list[tuple[str, str, str, tuple[str, ...], str]]
+) -> None:
+    """"I resigned from the bakery" ended any job, "I quit nursing" none."""
+    assert _ends(content) == expected
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "current"),
+    [
+        (("I'm a nurse.",), ("I quit nursing.",), {"The user quit nursing."}),
+        (("I'm a high school teacher.",), ("I quit teaching last year.",), {"The user quit teaching last year (2024)."}),
+        (("I'm a lawyer.",), ("I gave up law.",), {"The user gave up law."}),
+        (
+            ("I work as a nurse at St Mary's.",),
+            ("I quit my job as a nurse.",),
+            {"The user quit the user's job as a nurse."},
+        ),
+        (("I work at Acme.",), ("I left my job at Acme.",), {"The user left the user's job at Acme."}),
+        (("I work at the bakery.",), ("I resigned from the bakery.",), {"The user resigned from the bakery."}),
+        (("I'm an accountant at Deloitte.",), ("I quit Deloitte.",), {"The user quit Deloitte."}),
+        (("I'm a software engineer.",), ("I left engineering.",), {"The user left engineering."}),
+        # What names no job or employer of the user's ends none.
+        (("I'm a teacher.",), ("I quit smoking.",), {"The user is a teacher.", "The user quit smoking."}),
+        (
+            ("I work at Acme.",),
+            ("I resigned from the school board.",),
+            {"The user works at Acme.", "The user resigned from the school board."},
+        ),
+        (("I'm a nurse.",), ("I left Berlin in May.",), {"The user is a nurse.", "The user left Berlin in May (May 2025)."}),
+    ],
+)
+def test_quitting_ends_the_job_or_employer_it_names(
+    project: Project, clock: Clock, before: tuple[str, ...], after: tuple[str, ...], current: set[str]
+) -> None:
+    """"I quit nursing" left "The user is a nurse." current; "I resigned from the school
+    board" ended the job at Acme."""
+    assert _stored(project, clock, before, after) == current
+
+
+@pytest.mark.parametrize(
+    ("word", "stem"),
+    [
+        ("nursing", "nurs"), ("nurse", "nurs"), ("nurses", "nurs"), ("teaching", "teach"), ("teacher", "teach"),
+        ("lawyer", "law"), ("law", "law"), ("engineering", "engin"), ("engineer", "engin"), ("dentistry", "dent"),
+        ("pharmacist", "pharmac"), ("pharmacy", "pharmac"), ("acme", "acme"), ("jane", "jane"), ("tesla", "tesla"),
+    ],
+)
+def test_a_word_stem_folds_a_field_and_its_doer(word: str, stem: str) -> None:
+    assert word_stem(word) == stem
+
+
+def test_values_match_by_stems_and_not_by_a_shared_start() -> None:
+    assert values_match("nursing", "registered nurse")
+    assert values_match("teach", "high school teacher")
+    assert not values_match("smoking", "teacher")
+    assert not values_match("jan", "jane")
