@@ -1,7 +1,8 @@
 """Endings and lists in offline extraction (memoryapp/llm/extraction_offline.py) and what
 they end in storage (memoryapp/semantic.py): a possession parted with ends the thing had
 or the car driven that it names, by make or by kind; quitting, leaving or resigning ends
-the job or employer it names, by occupation or by employer.
+the job or employer it names, by occupation or by employer; a list of values of an
+attribute holding several ("allergic to cats and dogs") is a fact per value.
 
 Each is checked as the facts extraction gives and, through the database, as the facts
 left current, with a case that must end nothing.
@@ -214,3 +215,121 @@ def test_values_match_by_stems_and_not_by_a_shared_start() -> None:
     assert values_match("teach", "high school teacher")
     assert not values_match("smoking", "teacher")
     assert not values_match("jan", "jane")
+
+
+def _listed(content: str) -> list[tuple[str, str, str, str]]:
+    message = TranscriptMessage(sequence_number=1, role="user", content=content, created_at=WHEN)
+    return [(f.subject or "", f.text, f.attribute, f.value) for f in extract_episode([message]).facts]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (
+            "I'm allergic to cats and dogs.",
+            [
+                ("user", "The user is allergic to cats.", "allergic to", "cats"),
+                ("user", "The user is allergic to dogs.", "allergic to", "dogs"),
+            ],
+        ),
+        (
+            "I'm allergic to peanuts, shellfish, and dust.",
+            [
+                ("user", "The user is allergic to peanuts.", "allergic to", "peanuts"),
+                ("user", "The user is allergic to shellfish.", "allergic to", "shellfish"),
+                ("user", "The user is allergic to dust.", "allergic to", "dust"),
+            ],
+        ),
+        (
+            "I'm allergic to latex or penicillin.",
+            [
+                ("user", "The user is allergic to latex.", "allergic to", "latex"),
+                ("user", "The user is allergic to penicillin.", "allergic to", "penicillin"),
+            ],
+        ),
+        (
+            "Priya is allergic to bees and wasps since childhood.",
+            [
+                ("Priya", "Priya is allergic to bees since childhood.", "allergic to", "bees"),
+                ("Priya", "Priya is allergic to wasps since childhood.", "allergic to", "wasps"),
+            ],
+        ),
+        (
+            "I'm diabetic and asthmatic.",
+            [
+                ("user", "The user is diabetic.", "condition", "diabetic"),
+                ("user", "The user is asthmatic.", "condition", "asthmatic"),
+            ],
+        ),
+        (
+            "My sister has a cat and a hamster.",
+            [
+                ("user's sister", "The user's sister has a cat.", "has", "cat"),
+                ("user's sister", "The user's sister has a hamster.", "has", "hamster"),
+            ],
+        ),
+        (
+            "I bought a tent and a stove last week.",
+            [
+                ("user", "The user bought a tent last week (the week before 11 March 2026).", "has", "tent"),
+                ("user", "The user bought a stove last week (the week before 11 March 2026).", "has", "stove"),
+            ],
+        ),
+        (
+            "I own a boat and two bikes.",
+            [
+                ("user", "The user owns a boat.", "has", "boat"),
+                ("user", "The user owns two bikes.", "number of bikes", "2"),
+            ],
+        ),
+        # No list of values: a verb of a clause of its own, a state that is no condition,
+        # a phrase that may be the last value's alone, a single-valued attribute, a stance.
+        ("I have a dog and love him.", [("user", "The user has a dog and love him.", "has", "dog")]),
+        (
+            "I'm allergic to cats and get hives.",
+            [("user", "The user is allergic to cats and get hives.", "allergic to", "cats")],
+        ),
+        ("I'm diabetic and tired.", [("user", "The user is diabetic and tired.", "condition", "diabetic")]),
+        (
+            "I'm allergic to reptiles and animals with fur.",
+            [("user", "The user is allergic to reptiles and animals with fur.", "allergic to", "reptiles")],
+        ),
+        (
+            "I work at Procter and Gamble.",
+            [("user", "The user works at Procter and Gamble.", "works at", "Procter and Gamble")],
+        ),
+        (
+            "I work at Acme and Sundays at the bakery.",
+            [("user", "The user works at Acme and Sundays at the bakery.", "works at", "Acme")],
+        ),
+        ("I love hiking and swimming.", [("user", "The user loves hiking and swimming.", "stance on hiking", "likes")]),
+    ],
+)
+def test_a_list_of_values_of_a_many_valued_attribute_is_a_fact_per_value(
+    content: str, expected: list[tuple[str, str, str, str]]
+) -> None:
+    """"I'm allergic to cats and dogs" was one fact, allergic to "cats"."""
+    assert _listed(content) == expected
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "current"),
+    [
+        (
+            ("I'm allergic to cats and dogs.",),
+            ("I'm allergic to peanuts, not dogs.",),
+            {"The user is allergic to cats.", "The user is allergic to peanuts, not dogs."},
+        ),
+        (
+            ("I have a boat and a bike.",),
+            ("I sold my boat.",),
+            {"The user has a bike.", "The user sold the user's boat."},
+        ),
+    ],
+)
+def test_a_value_of_a_list_ends_alone(
+    project: Project, clock: Clock, before: tuple[str, ...], after: tuple[str, ...], current: set[str]
+) -> None:
+    """Selling the boat of "a boat and a bike" left the one fact "The user has a boat and
+    a bike." current, naming the boat."""
+    assert _stored(project, clock, before, after) == current

@@ -58,6 +58,13 @@ English first-person statements and nothing fitted to one data set.
   own ("Lily is one of the user's two kids."); so does a group introduced before a
   colon, a comma or a dash, its members the names opening the parts of the list ("We
   have two kids: Lily is 7 and Noah is 4").
+- **Lists.** A list of values of an attribute holding several ("I'm allergic to cats,
+  dogs and horses", "Priya is diabetic and asthmatic", "I have a cat and a dog", "I own a
+  boat and two bikes") is a fact per value, each its clause with that value alone and
+  what follows the list ("... since childhood"), so one can end alone (listed). Not
+  a single-valued attribute's ("I work at Procter and Gamble": one employer, named so),
+  a stance's ("I love rock and roll"), nor words that are no value ("I have a dog and
+  love him", "allergic to reptiles and animals with fur": the phrase may be the last's).
 - **Corrections.** "X, not Y" with no verb of its own ("Sorry, it's Porto, not Lisbon", "I
   meant Porto", "a Corolla, not a Civic", "not Maria but Mara") restates the episode's
   latest fact of its speaker whose value names Y with X in its place, which replaces it;
@@ -1734,6 +1741,8 @@ def _matched(patterns: list[_Pattern], clause: str) -> tuple[str, str, bool, str
                 return counted
             continue
         value = clean_value(apposed(clause, match))
+        if pattern.kind == "organisation":
+            value = _joined_name(match.group("value")) or value
         if not value or (pattern.attribute == "name" and not _introduces(value)):
             continue
         attribute = pattern.attribute
@@ -1747,6 +1756,23 @@ def _matched(patterns: list[_Pattern], clause: str) -> tuple[str, str, bool, str
                 attribute = f"favorite {attr}" if attribute == "favorite" else "likes"
         return attribute, value, pattern.single, pattern.kind
     return None
+
+
+# One name of two joined by "and" or "&" ("Procter and Gamble", "Marks & Spencer").
+_JOINED_NAME = re.compile(rf"^(?:the )?(?P<name>{_NAME_WORD}(?: {_NAME_WORD}){{0,2}} (?:and|&) {_NAME_WORD}(?: {_NAME_WORD}){{0,2}})(?!\w)")
+
+
+def _joined_name(raw: str) -> str:
+    """The name of an organisation whose words join two names by "and" ("I work at Procter
+    and Gamble": "Procter and Gamble", which clean_value would cut at "and"), or "";
+    never when a word is a day, a month or no name ("Acme and Sundays")."""
+    found = _JOINED_NAME.match(raw.strip())
+    if found is None:
+        return ""
+    words = [w for w in found.group("name").split() if w not in ("and", "&")]
+    if any(w.lower() in _NOT_NAMES or w in _MONTH_NAMES or w.removesuffix("s") in _WEEKDAYS for w in words):
+        return ""
+    return found.group("name")
 
 
 def _counted(match: re.Match[str]) -> tuple[str, str, bool, str] | None:
@@ -2243,6 +2269,22 @@ def _of_someone(clause: str, speaker: str) -> _Someone | None:
     of the speaker's, not the speaker, read as a pattern reads the speaker's own clause
     ("Priya is a teacher" as "I'm a teacher", "my sister Anna lives in Oslo" as "I live
     in Oslo"); None otherwise (an age is _ages', a relation the speaker's)."""
+    told = _as_own(clause, speaker)
+    if told is None:
+        return None
+    own, subject = told
+    attribute = _matched(_PATTERNS, own)
+    if attribute is None or attribute[0] in _NOT_OF_SOMEONE:
+        return None
+    retires, when = _ending(own, attribute[0], attribute[1])
+    name, relation, named = subject
+    return _Someone(name, *attribute, retires, when, relation, named)
+
+
+def _as_own(clause: str, speaker: str) -> tuple[str, tuple[str, str, bool]] | None:
+    """``clause``, whose subject is someone other than the speaker, as the speaker's own
+    ("Priya is a teacher" -> "I am a teacher"), with that subject (_subject); None when
+    its subject is no one else."""
     if clause.endswith("?") or _QUESTION_START.match(clause) or _HYPOTHETICAL.match(clause):
         return None
     core = _core(clause)  # "Yesterday, my husband Sam got a job": its subject after the time
@@ -2259,13 +2301,7 @@ def _of_someone(clause: str, speaker: str) -> _Someone | None:
     verb = _first_person_verb(verb)
     joint = "" if verb.startswith("'") else " "
     rest = re.sub(r"\b(?:his|her|their)\b", "my", core[match.end() :], flags=re.IGNORECASE)
-    own = f"I{match.group('adv')}{joint}{verb}{rest}"
-    attribute = _matched(_PATTERNS, own)
-    if attribute is None or attribute[0] in _NOT_OF_SOMEONE:
-        return None
-    retires, when = _ending(own, attribute[0], attribute[1])
-    name, relation, named = subject
-    return _Someone(name, *attribute, retires, when, relation, named)
+    return f"I{match.group('adv')}{joint}{verb}{rest}", subject
 
 
 def _someone_facts(clause: str, speaker: str, text: str, sequence: int) -> list[_Found]:
@@ -2505,13 +2541,115 @@ def facts_in(message: TranscriptMessage, previous: str = "") -> list[_Found]:
             previous = clause
             if resolved is not None:
                 clause, others = resolved
-                text = resolve_dates(third_person(clause, speaker, others), message.created_at)
-                facts = _facts_of_clause(clause, speaker, text, message.sequence_number, group)
-                _mark_unowned(facts, clause, ", ".join(sentence))
-                _not_tail(clause, facts)
-                _conditioned(clause, facts)
-                found.extend(facts)
+                for part in [clause] if group is not None else listed(clause, speaker):
+                    text = resolve_dates(third_person(part, speaker, others), message.created_at)
+                    facts = _facts_of_clause(part, speaker, text, message.sequence_number, group)
+                    _mark_unowned(facts, part, ", ".join(sentence))
+                    _not_tail(part, facts)
+                    _conditioned(part, facts)
+                    found.extend(facts)
     return [f.restored() for f in _without_echoes(found)]
+
+
+#: The attributes that hold several values, each a fact of its own in a list ("I'm
+#: allergic to cats and dogs"): possessions (a count is one: "two dogs and a parrot"),
+#: allergies, conditions. A single-valued one never splits ("I work at Procter and
+#: Gamble", "my favourite food is mac and cheese"), nor does a stance, single-valued per
+#: item ("I love rock and roll"; "I enjoy reading, watching movies and exploring nature"
+#: stays one fact).
+_LISTED = {"has": "has", COUNT: "has", "allergic to": "allergic to", "condition": "condition"}
+_NUMBER_WORDS = rf"(?:a|an|one|{_COUNT_WORDS}|\d+|some|several|a few|a couple of)"
+# Where a list of values ends and the rest of its clause, said of each value, goes on: a
+# time, a reason, a contrast ("bees and wasps since childhood", "a tent and a stove last
+# week", "cats and dogs but not rabbits"). A phrase that may be the last value's alone
+# ("reptiles and animals with fur", "a tent and a stove at the shop") is no such end.
+_LIST_END = (
+    r"(?:and|or|but|not|since|because|when|while|if|so|though|although|after|before|until|now|again|"
+    r"anymore|lately|recently|every|ago|last|next|this|yesterday|today|tonight|tomorrow|earlier|"
+    r"these days|nowadays|already|still|too|either|as well)"
+)
+# A word a listed value never has: a pronoun, a verb that starts a clause of its own ("I
+# have a dog and love him", "allergic to cats and get hives"), a word that starts a phrase.
+_NOT_LISTED_WORD = (
+    rf"(?:{_LIST_END}|nor|i|me|you|he|she|it|we|they|him|her|them|us|his|its|their|your|myself|yourself|"
+    r"himself|herself|itself|ourselves|themselves|am|is|are|was|were|be|been|have|has|had|do|does|did|get|"
+    r"gets|got|can|could|will|would|should|might|must|never|also|just|really|very|love|loves|hate|hates|"
+    r"like|likes|need|needs|want|wants|feel|feels|make|go|went|take|use|for|with|that|which|who|as|at|in|"
+    r"on|from|to|of|than|around|about|there|here|such|once|twice|something|anything|everything|nothing|"
+    r"stuff|things|etc)"
+)
+_LIST_WORD = rf"(?!{_NOT_LISTED_WORD}\b)[\w'-]+"
+_LIST_ITEM = rf"{_LIST_WORD}(?: {_LIST_WORD}){{0,3}}"
+_LIST = re.compile(
+    rf"^(?P<items>{_LIST_ITEM}(?:, {_LIST_ITEM})*,? (?:and|or) {_LIST_ITEM})"
+    rf"(?P<tail>(?:\s+{_LIST_END}\b|\s*[^\w\s'-]|\s*$).*)$",
+    re.IGNORECASE | re.DOTALL,
+)
+_LIST_SPLIT = re.compile(r",? (?:and|or) |, ", re.IGNORECASE)
+# A possession's list names each thing with its article or count ("a cat and a dog").
+_COUNTED = re.compile(rf"^{_NUMBER_WORDS} ", re.IGNORECASE)
+_COUNTED_BEFORE = re.compile(rf"\b{_NUMBER_WORDS} (?:new )?$", re.IGNORECASE)
+
+
+def listed(clause: str, speaker: str) -> list[str]:
+    """``clause`` once per value when it lists several values of an attribute holding
+    several (_LISTED: "I'm allergic to cats, dogs and horses" -> "I'm allergic to cats",
+    "I'm allergic to dogs", "I'm allergic to horses"; "Priya has a cat and a dog" the
+    same), what follows the list kept in each ("... since childhood"); ``[clause]`` when
+    it lists none, or when a part would not state that attribute on its own ("I'm
+    diabetic and tired": "tired" is no condition)."""
+    told = _as_own(clause, speaker)
+    own = told[0] if told is not None else clause
+    family = _family(_matched(_PATTERNS, own) if told is not None else _attribute(clause))
+    if not family:
+        return [clause]
+    for pattern in _PATTERNS:
+        match = pattern.regex.search(own)
+        if match is None or _LISTED.get(pattern.attribute) != family:
+            continue
+        start = _list_start(match, family, own)
+        found = _LIST.match(own[start:]) if start >= 0 else None
+        if found is None or not clause.endswith(own[start:]):
+            return [clause]
+        items = _LIST_SPLIT.split(found.group("items"))
+        if family == "has" and not all(_COUNTED.match(item) for item in items):
+            return [clause]
+        head = clause[: len(clause) - len(own) + start]
+        parts = [f"{head}{item}{found.group('tail')}" for item in items]
+        read = [_family(_of_someone_attribute(p, speaker) if told is not None else _attribute(p)) for p in parts]
+        return parts if all(r == family for r in read) else [clause]
+    return [clause]
+
+
+def _family(found: tuple[str, str, bool, str] | None) -> str:
+    """The _LISTED family of a clause's attribute ("number of dogs" is a possession), or
+    "" when it holds a single value."""
+    if found is None:
+        return ""
+    attribute = found[0]
+    if attribute.startswith(f"{COUNT} "):
+        return "has"
+    return _LISTED.get(attribute, "") if attribute != COUNT else ""
+
+
+def _of_someone_attribute(clause: str, speaker: str) -> tuple[str, str, bool, str] | None:
+    found = _of_someone(clause, speaker)
+    return None if found is None else (found.attribute, found.value, found.single, found.kind)
+
+
+def _list_start(match: re.Match[str], family: str, own: str) -> int:
+    """Where the list of values starts in ``own``: at a possession's article or count
+    ("I have [a cat and a dog]"), else at the pattern's value; -1 when it has none."""
+    groups = match.groupdict()
+    if groups.get("count"):
+        return match.start("count")
+    if not groups.get("value"):
+        return -1
+    start = match.start("value")
+    if family == "has":
+        before = _COUNTED_BEFORE.search(own[:start])
+        return before.start() if before else -1
+    return start
 
 
 # A clause whose subject is "he" or "she": who it is, the previous sentence may name.
