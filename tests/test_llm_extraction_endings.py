@@ -156,6 +156,11 @@ def test_selling_a_car_by_its_make_ends_that_car_only(project: Project, clock: C
             [("The user resigned from the user's position at Acme.", "job", "quit", ("works at",), "")],
         ),
         ("I resigned yesterday.", [("The user resigned yesterday (10 March 2026).", "job", "quit", ("works at",), "")]),
+        (
+            "I gave my notice to my boss.",
+            [("The user gave the user's notice to the user's boss.", "job", "quit", ("works at",), "")],
+        ),
+        ("I left pharmacy for good.", [("The user left pharmacy for good.", "", "", _WORK, "pharmacy")]),
     ],
 )
 def test_quitting_names_the_work_it_ends(
@@ -180,6 +185,8 @@ def test_quitting_names_the_work_it_ends(
         (("I work at the bakery.",), ("I resigned from the bakery.",), {"The user resigned from the bakery."}),
         (("I'm an accountant at Deloitte.",), ("I quit Deloitte.",), {"The user quit Deloitte."}),
         (("I'm a software engineer.",), ("I left engineering.",), {"The user left engineering."}),
+        (("I work as a pharmacist.",), ("I left pharmacy.",), {"The user left pharmacy."}),
+        (("I work at Acme.",), ("I handed in my notice.",), {"The user handed in the user's notice."}),
         # What names no job or employer of the user's ends none.
         (("I'm a teacher.",), ("I quit smoking.",), {"The user is a teacher.", "The user quit smoking."}),
         (

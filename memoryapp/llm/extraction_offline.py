@@ -373,9 +373,17 @@ _THING_END = (
     r"(?=\s+(?:to|for|in|on|at|off|away|back|last|this|yesterday|today|because|"
     r"and|but|so|after|when|since|ago|a (?:few|couple)|\d)\b|\s*[,;.!?]|\s*$)"
 )
-_PARTED_THING = rf"(?P<value>[^,;.!?]+?){_THING_END}"
+# Giving one's notice or resignation is quitting the job, no possession parted with.
+_NOTICE = (
+    r"(?:handed|put|turned|sent) in (?:my|a) (?:notice|resignation)|(?:gave|given|submitted|tendered) "
+    r"(?:in )?(?:my |a )?(?:(?:two|2|four|4) weeks'? )?(?:notice|resignation)"
+)
+_PARTED_THING = rf"(?!(?:(?:two|2|four|4) weeks'? )?(?:notice|resignation)\b)(?P<value>[^,;.!?]+?){_THING_END}"
 
 
+# A field one works in, by its ending: nursing, journalism, politics, pharmacy,
+# psychology, dentistry, photography, finance, medicine, law.
+_FIELD = r"(?-i:[a-z]+(?:ing|ism|ics|acy|ology|istry|aphy|ance|ine)|law)"
 #: Losing one's job ends the employer with the title (ExtractedFact.retires).
 _ENDS_EMPLOYMENT = ("works at",)
 #: Leaving a named place of work ends the employment and the title held there.
@@ -594,7 +602,7 @@ _PATTERNS = [
     # Changes of job: the old value stops being current (memoryapp.semantic).
     _p(
         rf"{_I}{_HAVE} (?:(?:quit|left|resigned from) (?:my|the|a) (?:\w+ )?(?:job|position|role|post)|"
-        r"resigned(?! (?:from|as)\b)|handed in my notice)\b",
+        rf"resigned(?! (?:from|as)\b)|{_NOTICE})\b",
         "job",
         single=True,
         fixed="quit",
@@ -900,10 +908,11 @@ _PATTERNS = [
     ),
     # "I left Acme": the job ends only if Acme is where the speaker works (retires_when).
     # Last, so a clause that says more ("I left Paris when I moved to Leeds") keeps that.
-    # So "I left nursing", "I left my career in banking": the job ends if it names the field.
+    # So "I left nursing", "I left pharmacy", "I left my career in banking": the job ends
+    # if it names the field (a word a field's name ends with: -ing, -ism, -acy, -ology...).
     _p(
         rf"{_I}{_HAVE} (?:left|walked away from) (?:(?:my|a|the) (?:\w+ )?(?:career|job|work|position|role) "
-        rf"(?:in|as|at|with) (?:a |an |the )?)?(?P<value>{_NAME}|[a-z]+ing)\b",
+        rf"(?:in|as|at|with) (?:a |an |the )?)?(?P<value>{_NAME}|{_FIELD})\b",
         "",
         single=False,
         retires=_LEFT_EMPLOYER,
