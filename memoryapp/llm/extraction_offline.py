@@ -384,6 +384,7 @@ _PARTED_THING = rf"(?!(?:(?:two|2|four|4) weeks'? )?(?:notice|resignation)\b)(?P
 # A field one works in, by its ending: nursing, journalism, politics, pharmacy,
 # psychology, dentistry, photography, finance, medicine, law.
 _FIELD = r"(?-i:[a-z]+(?:ing|ism|ics|acy|ology|istry|aphy|ance|ine)|law)"
+
 #: Losing one's job ends the employer with the title (ExtractedFact.retires).
 _ENDS_EMPLOYMENT = ("works at",)
 #: Leaving a named place of work ends the employment and the title held there.
@@ -2636,12 +2637,11 @@ def _family(found: tuple[str, str, bool, str] | None) -> str:
     if found is None:
         return ""
     attribute = found[0]
-    if attribute.startswith(f"{COUNT} "):
-        return "has"
-    return _LISTED.get(attribute, "") if attribute != COUNT else ""
+    return "has" if attribute.startswith(f"{COUNT} ") else _LISTED.get(attribute, "")
 
 
 def _of_someone_attribute(clause: str, speaker: str) -> tuple[str, str, bool, str] | None:
+    """The attribute _of_someone reads in ``clause`` as _attribute gives it, or None."""
     found = _of_someone(clause, speaker)
     return None if found is None else (found.attribute, found.value, found.single, found.kind)
 
