@@ -26,7 +26,11 @@ Lineage rules (facts_store):
   "Acme Corp"; a word's derived forms are one word, "nursing" and "nurse": word_stem);
   a multi-valued one of them ends only if its own value names it ("Rex died" ends "dog:
   Rex", not the other dogs), the new fact's own attribute included when it is
-  multi-valued ("Mara, not Maria" ends "sister: Maria", not the other sisters).
+  multi-valued ("Mara, not Maria" ends "sister: Maria", not the other sisters). Of one
+  message's facts, those that end others only by naming them are stored after the rest,
+  so a new value stated beside one replaces the old value itself ("I sold the Civic, I
+  drive a Prius now": the Civic is replaced by the Prius, which recall then brings in for
+  it; the sale has nothing left to end).
 - Deleting a fact removes it and its search-index row at once (fact_delete); a fact it
   had invalidated is current again unless a newer current fact invalidates it
   (invalidations_release, the same for a thread's or a dataset's facts).
@@ -573,8 +577,14 @@ def facts_store(
         if entity.name.strip():
             book.resolve(entity.name.strip(), entity.kind, entity.summary)
     ledger = _Ledger(episode)
+    # One message's facts that end others only by naming them (retires_when) go last, so a
+    # value stated beside them is what replaces the old one (module docstring).
     ordered = sorted(
-        facts, key=lambda f: min((s for s in f.source_sequences if s in messages), default=0)
+        facts,
+        key=lambda f: (
+            min((s for s in f.source_sequences if s in messages), default=0),
+            bool(f.retires_when),
+        ),
     )
     for extracted in ordered:
         _store_one(ledger=ledger, book=book, extracted=extracted, messages=messages)

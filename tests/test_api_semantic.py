@@ -142,11 +142,12 @@ def test_it_drops_a_deleted_facts_text_from_every_entity_summary(
         ("user", ""),
     ]
     after = api.post("/v1/memory/recall", body).json()
-    # "The user drives a Honda Civic" matches and was invalidated: the sale that ended it
-    # takes its place (recall.supersede), with its entity.
+    # "The user drives a Honda Civic" matches and was invalidated: the Prius fact that
+    # replaced it takes its place (recall.supersede), with its entity.
     assert [(e["name"], e["summary"]) for e in after["entities"]] == [
         ("user", ""),
         ("Honda Civic", "The user sold the Civic."),
+        ("Prius", "The user drives a Prius now."),
     ]
     assert "The user's Civic was red." not in str(after)
 

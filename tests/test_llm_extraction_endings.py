@@ -340,3 +340,20 @@ def test_a_value_of_a_list_ends_alone(
     """Selling the boat of "a boat and a bike" left the one fact "The user has a boat and
     a bike." current, naming the boat."""
     assert _stored(project, clock, before, after) == current
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "old", "new"),
+    [
+        ("I drive a Tesla.", "I sold my Tesla, I drive a Kia now.", "The user drives a Tesla.", "The user drives a Kia now."),
+        ("I'm a nurse.", "I quit nursing, I'm a chef now.", "The user is a nurse.", "The user is a chef now."),
+    ],
+)
+def test_a_new_value_beside_an_ending_is_what_replaces_the_old_one(
+    project: Project, clock: Clock, before: str, after: str, old: str, new: str
+) -> None:
+    """The sale or the quitting of the same message ended the old value first, so recall
+    brought in the sale for it, not the new value."""
+    _told(project, clock, "2025-01-10T10:00:00Z", before)
+    _told(project, clock, "2025-08-16T09:00:00Z", after)
+    assert Fact.objects.get(text=old).invalidated_by == Fact.objects.get(text=new)

@@ -34,16 +34,18 @@ def test_it_invalidates_the_older_value_of_a_single_valued_attribute(
 ) -> None:
     _episode(_thread(project), "I drive a Honda Civic")
     clock.set("2026-08-20T10:00:00.000Z")
-    # (No sale: "I sold the Civic" would end the Civic itself, before the Prius does.)
-    (told,) = _episode(_thread(project), "I drive a Prius now")
+    (sold,) = _episode(_thread(project), "I sold the Civic, I drive a Prius now")
 
     civic = Fact.objects.get(value="Honda Civic")
     prius = Fact.objects.get(value="Prius")
     assert civic.invalidated_by == prius
-    assert civic.invalidated_at == prius.valid_from == told.created_at
+    assert civic.invalidated_at == prius.valid_from == sold.created_at
     assert prius.invalidated_at is None
     current, _ = semantic.fact_list(project=project, dataset="user_42")
-    assert sorted(f.text for f in current) == ["The user drives a Prius now."]
+    assert sorted(f.text for f in current) == [
+        "The user drives a Prius now.",
+        "The user sold the Civic.",
+    ]
     every, _ = semantic.fact_list(project=project, dataset="user_42", include_invalidated=True)
     assert civic in every
 
