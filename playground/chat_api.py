@@ -8,10 +8,12 @@ Answers, all JSON (the caller is fetch()):
 - No or a wrong CSRF token (the page sends ``X-CSRFToken``): 403 ``{"error": "CSRF
   check failed"}``; a method other than POST: 405 with ``Allow: POST``
   (memoryapp.middleware).
-- Not a member, another project's thread, a thread deleted during the turn: 404
-  ``{"error": "Thread not found"}`` (DESIGN.md section 5: never reveal that it exists).
-- Bad JSON or fields: 400 ``{"error": "Validation error", "issues": [...]}``; content
-  over the size limit: 413, as on /v1.
+- Not a member, another project's thread, a thread deleted during the turn, an id that
+  is not a UUID (``threads/zzz/chat``): 404 ``{"error": "Thread not found"}`` (DESIGN.md
+  section 5: never reveal that it exists).
+- Bad JSON or fields: 400 ``{"error": "Validation error", "issues": [...]}`` with the
+  codes of /v1 (memoryapp.http_errors: ``invalid_json``, ``model_type``, ``too_deep``);
+  content over the size limit: 413, as on /v1.
 - The model failing: 502 ``{"error": "Model call failed", "kind", "detail",
   "userMessage", "turnId"}``; the user message stays stored. On a transient send
   (``"transient": true``: no tools, nothing stored; memoryapp.chat) the 502 has neither
@@ -19,8 +21,6 @@ Answers, all JSON (the caller is fetch()):
 """
 
 from __future__ import annotations
-
-import uuid
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja import NinjaAPI
@@ -83,12 +83,16 @@ class ChatIn(BaseModel):
     transient: StrictBool = False
 
 
-@chat_api.post("/threads/{path_id:thread_id}/chat", url_name="chat")
-def chat(request: HttpRequest, thread_id: uuid.UUID, payload: ChatIn) -> HttpResponse:
+# The id is any path segment, not the path_id converter's pattern: a malformed id
+# ("zzz") reaches ThreadMemberAuth, which answers it 404 "Thread not found" like an
+# unknown one (memoryapp.validation.path_id, as on /v1), after the login and CSRF checks;
+# with the converter the URL did not resolve and Django's HTML 404 page answered.
+@chat_api.post("/threads/{thread_id}/chat", url_name="chat")
+def chat(request: HttpRequest, thread_id: str, payload: ChatIn) -> HttpResponse:
     """Run one playground chat turn (memoryapp.chat.chat_turn); 201 with its body, or
     200 with the transient body for ``transient: true`` (nothing created)."""
     thread = request.auth  # type: ignore[attr-defined]  # ThreadMemberAuth's Thread
-    assert isinstance(thread, Thread) and thread.pk == thread_id
+    assert isinstance(thread, Thread) and str(thread.pk) == thread_id.lower()
     body = chat_turn(
         thread=thread,
         user=request.user,

@@ -18,7 +18,7 @@ from memoryapp.llm.offline_reply import REPLY_OPENING
 from memoryapp.models import Fact, Message, Project, Thread, Turn, UsageLine
 from memoryapp.timefmt import iso_ms
 from memoryapp.tokens import count_tokens
-from tests.conftest import World
+from tests.conftest import BASE, Api, World
 from tests.fakes.fixtures import fake_gemini_fixture  # noqa: F401
 from tests.fakes.gemini_server import (
     FakeGeminiServer,
@@ -477,6 +477,60 @@ def test_it_refuses_a_body_that_is_not_json(client: Client, thread: Thread) -> N
             {"path": [], "message": "Request body is not valid JSON", "code": "invalid_json"}
         ],
     }
+
+
+@pytest.mark.parametrize("body", ["{", "{not json", '"{"', "[1]", "null", "7", "[" * 50_000])
+def test_it_refuses_a_body_with_the_same_answer_as_the_api(
+    client: Client, thread: Thread, api: Api, body: str
+) -> None:
+    # The chat route and /v1's append parse bodies with the same parser and codes
+    # (memoryapp.http_errors): invalid_json, model_type, too_deep alike.
+    chat_resp = post_chat(client, thread, body)
+    api_resp = api.post(f"{BASE}/threads/{thread.id}/messages", raw=body)
+    assert (chat_resp.status_code, chat_resp.json()) == (api_resp.status_code, api_resp.json())
+    assert chat_resp.status_code == 400
+    assert Message.objects.filter(thread=thread).count() == 2
+
+
+def test_it_answers_the_unclosed_brace_invalid_json(client: Client, thread: Thread) -> None:
+    resp = post_chat(client, thread, "{")
+    assert (resp.status_code, resp.json()) == (
+        400,
+        {
+            "error": "Validation error",
+            "issues": [{"path": [], "message": "Request body is not valid JSON", "code": "invalid_json"}],
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    "thread_id", ["zzz", "not-a-uuid", "01a236bc-ec39-7aaa-9111", "{01a236bc-ec39-7aaa-9111-ff06b55f95ad}"]
+)
+@pytest.mark.parametrize("query", ["?projectId=1", "?projectId=abc", ""])
+def test_it_answers_a_malformed_thread_id_with_json_404(
+    client: Client, settings: Any, thread_id: str, query: str
+) -> None:
+    settings.DEBUG = True  # Django's technical 404 page is what answered before
+    url = f"/dashboard/chat/threads/{thread_id}/chat{query}"
+    for body in ('{"content": "hi"}', "{"):
+        resp = client.post(url, data=body, content_type="application/json")
+        assert (resp.status_code, resp["Content-Type"], resp.json()) == (
+            404,
+            "application/json; charset=utf-8",
+            {"error": "Thread not found"},
+        )
+
+
+def test_it_checks_login_csrf_and_method_before_a_malformed_thread_id(world: World) -> None:
+    url = "/dashboard/chat/threads/zzz/chat?projectId=1"
+    logged_out = Client().post(url, data='{"content": "hi"}', content_type="application/json")
+    assert (logged_out.status_code, logged_out.json()) == (401, {"error": "Unauthorized"})
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(world.member)
+    no_token = strict.post(url, data='{"content": "hi"}', content_type="application/json")
+    assert (no_token.status_code, no_token.json()) == (403, {"error": "CSRF check failed"})
+    got = world.client(world.member).get(url)
+    assert (got.status_code, got.json(), got["Allow"]) == (405, {"error": "Method not allowed"}, "POST")
 
 
 @pytest.mark.parametrize(
