@@ -65,6 +65,7 @@ MIDDLEWARE = [
     "playground.middleware.UndecodableUrlMiddleware",
     "playground.middleware.CanonicalIdsMiddleware",
     "playground.middleware.MethodNotAllowedPageMiddleware",
+    "playground.middleware.NotFoundPageMiddleware",
     "memoryapp.middleware.HtmxSignedOutMiddleware",
     "memoryapp.middleware.ApiJsonErrorsMiddleware",
 ]

@@ -6,12 +6,13 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponsePermanentRedirect
 from django.shortcuts import render
 from django.urls import reverse
 
 from memoryapp.validation import RAW_PATH_INFO, undecodable_path, undecodable_query
-from playground.pages import bad_request
+from playground.pages import bad_request, not_found
 
 
 class _ViewHook:
@@ -97,3 +98,43 @@ class UndecodableUrlMiddleware(_ViewHook):
         if not names:
             return None
         return bad_request(request, f"{names[0]} is not valid UTF-8")
+
+
+class NotFoundPageMiddleware:
+    """A dashboard page's 404 is the site's 404.html page (playground.pages.not_found),
+    whatever DEBUG says: with DEBUG on, Django answered a view's Http404
+    (``?projectId=999``, an unknown dataset or turn) and an address no route takes
+    (``/dashboard/memory/entities/zzz/``, an id that is not a UUID) with its technical
+    404 page, listing the project's URL patterns.
+
+    Left alone: the admin (its own pages), /v1 (which never comes through this chain)
+    and every 404 a view returns rather than raises. The dashboard's JSON routes (the
+    chat route, the X-ray's replay) stay JSON: memoryapp.middleware.ApiJsonErrorsMiddleware,
+    after this in MIDDLEWARE, turns any HTML 404 of theirs into ``{"error": ...}``."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        # No route took the path: with DEBUG on, Django answered the technical 404 of URL
+        # resolution, before any view or process_exception (with it off, handler404's
+        # 404.html page).
+        if (
+            settings.DEBUG
+            and response.status_code == 404
+            and request.resolver_match is None
+            and not request.path.startswith(reverse("admin:index"))
+        ):
+            return not_found(request)
+        return response
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        match = request.resolver_match
+        if (
+            not isinstance(exception, Http404)
+            or match is None
+            or "playground" not in match.namespaces
+        ):
+            return None
+        return not_found(request)

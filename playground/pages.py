@@ -59,6 +59,12 @@ def bad_request(request: HttpRequest, message: str, *, project: Project | None =
     return page(request, "400.html", {"message": message}, project=project, status=400)
 
 
+def not_found(request: HttpRequest) -> HttpResponse:
+    """The dashboard's 404: the ``404.html`` page in the site's layout (no project named,
+    so nothing says whether the one asked for exists)."""
+    return page(request, "404.html", {}, status=404)
+
+
 def partial(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
     """Render ``template`` (``page.html#partial``) alone, varying on HX-Request."""
     response = render(request, template, context)

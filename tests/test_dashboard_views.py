@@ -1231,6 +1231,53 @@ def test_it_renders_its_own_404_page_for_a_logged_in_outsider(world: World) -> N
     assert "Not found" in body and "Acme" not in body
 
 
+def not_found_page(response: Any) -> None:
+    """Asserts ``response`` is the rendered 404.html page in the site's layout, not
+    Django's (technical) 404 page."""
+    assert response.status_code == 404
+    assert response["Content-Type"] == "text/html; charset=utf-8"
+    # (With DEBUG on, Django's technical page, an unnamed template, was rendered first for
+    # an address no route takes, then replaced.)
+    assert [t.name for t in response.templates if t.name][:2] == ["404.html", "base.html"]
+    page = tree(response)
+    assert [n.full_text() for n in page.all(lambda n: n.tag == "h1")] == ["Not found"]
+    assert [n.full_text() for n in page.all(lambda n: n.tag == "title")] == ["Not found · Memory"]
+    assert b"urlpatterns" not in response.content and b"Django" not in response.content
+
+
+@pytest.mark.parametrize("debug", [True, False])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/dashboard/threads/?projectId=99999999",
+        "/dashboard/memory/dataset/?projectId={project}&dataset=nobody",
+        "/dashboard/chat/turns/999/?projectId={project}",
+        "/dashboard/memory/entities/zzz/?projectId={project}",
+        "/dashboard/threads/zzz/",
+        "/dashboard/no-such-page/",
+        "/dashboard/threads/{other_thread}/?projectId={project}",
+    ],
+)
+def test_it_answers_its_styled_404_page_whatever_debug_says(
+    world: World, settings: Any, debug: bool, path: str
+) -> None:
+    settings.DEBUG = debug
+    other_thread = working.thread_create(project=world.other_project, dataset="user_42")
+    response = world.client(world.member).get(path.format(project=world.project.pk, other_thread=other_thread.pk))
+    not_found_page(response)
+
+
+def test_it_keeps_the_json_404s_of_the_api_and_the_replay_under_debug(world: World, settings: Any) -> None:
+    settings.DEBUG = True
+    client = world.client(world.member)
+    api = client.get("/v1/memory/working/nope")
+    assert (api.status_code, api.json()) == (404, {"error": "Not found"})
+    replay = client.post(f"/dashboard/chat/turns/999/replay/?projectId={world.project.pk}")
+    assert (replay.status_code, replay.json()) == (404, {"error": "Turn not found"})
+    admin = client.get("/admin/nope/")
+    assert admin.status_code == 302  # the admin's own answer to a non-staff user
+
+
 def test_it_pushes_paging_urls_on_the_thread_page_and_not_on_the_playground(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
