@@ -97,6 +97,18 @@ def test_it_renders_markdown_replies() -> None:
     )
 
 
+def test_it_shows_a_replys_single_newlines_as_line_breaks() -> None:
+    from playground.templatetags.dashboard import markdown
+
+    html = markdown("Answer.\nFrom memory:\n> first line (fact)\n> second line (episode, #3)\n\nBye\n")
+    assert html == (
+        "<p>Answer.<br>\nFrom memory:</p>\n<blockquote>\n<p>first line (fact)<br>\n"
+        "second line (episode, #3)</p>\n</blockquote>\n<p>Bye</p>"
+    )
+    # Code blocks keep their newlines as they are.
+    assert markdown("```\na\nb\n```") == "<pre><code>a\nb\n</code></pre>"
+
+
 def test_it_never_lets_html_in_a_reply_run() -> None:
     from playground.templatetags.dashboard import markdown
 

@@ -516,6 +516,38 @@ def test_it_shows_every_message_with_its_fields(world: World) -> None:
     assert times[0].attrs["datetime"] == created.isoformat()
 
 
+def _message_content_html(response: Any, seq: int) -> str:
+    """The inner HTML of message ``seq``'s content element on a rendered page."""
+    match = re.search(
+        rf'id="msg-{seq}".*?data-testid="message-content">(.*?)</div>\n', response.content.decode(), re.S
+    )
+    assert match is not None
+    return match.group(1)
+
+
+def test_it_shows_an_offline_replys_lines_as_lines_and_user_text_as_typed(world: World) -> None:
+    client = world.client(world.member)
+    working.message_append(thread=world.thread, role="user", content="I'm looking for a family car.\nA hybrid.")
+    chat = client.post(
+        url("playground:chat", world.project, world.thread.pk),
+        data='{"content": "Which car am I looking for?"}',
+        content_type="application/json",
+    )
+    assert chat.status_code == 201, chat.content
+    reply = Message.objects.get(thread=world.thread, sequence_number=3).content
+    lines = reply.split("\n")
+    assert lines[1] == "From memory:" and len(lines) >= 3 and all(q.startswith("> ") for q in lines[2:])
+    page = client.get(url("playground:playground", world.project, world.thread.pk))
+    escape = lambda text: text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")  # noqa: E731
+    quotes = "<br>\n".join(escape(q.removeprefix("> ")) for q in lines[2:])
+    assert _message_content_html(page, 3) == (
+        f"<p>{escape(lines[0])}<br>\nFrom memory:</p>\n<blockquote>\n<p>{quotes}</p>\n</blockquote>"
+    )
+    # The user's text is as typed: no markup, its newline left to the page's CSS.
+    assert _message_content_html(page, 1) == "I&#x27;m looking for a family car.\nA hybrid."
+    assert _message_content_html(page, 2) == "Which car am I looking for?"
+
+
 def test_it_folds_compacted_messages_under_the_summary_that_covers_them(world: World) -> None:
     thread = working.thread_create(project=world.project, dataset="d", auto_compact_threshold=4)
     _fill(thread, 4)  # #4 trips: 1-3 folded into summary #5, #4 kept verbatim

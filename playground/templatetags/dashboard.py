@@ -238,8 +238,13 @@ def job_outcome(result: object) -> str:
 
 
 # CommonMark with tables and strikethrough; raw HTML in the source is not passed through
-# (``html`` off: it comes out as text), and nh3 cleans the result all the same.
-_MARKDOWN = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable(["table", "strikethrough"])
+# (``html`` off: it comes out as text), and nh3 cleans the result all the same. A single
+# newline is a line break (``breaks``), as chat UIs show a reply: CommonMark joins the
+# lines into one paragraph, so the offline reply's "From memory:" quotes, one a line,
+# ran together.
+_MARKDOWN = MarkdownIt("commonmark", {"html": False, "linkify": False, "breaks": True}).enable(
+    ["table", "strikethrough"]
+)
 _ALLOWED_TAGS = {
     "p", "br", "hr", "em", "strong", "del", "code", "pre", "blockquote", "ul", "ol", "li",
     "h1", "h2", "h3", "h4", "h5", "h6", "a", "table", "thead", "tbody", "tr", "th", "td",
@@ -249,10 +254,11 @@ _ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}}
 
 @register.filter(is_safe=True)
 def markdown(value: object) -> SafeString:
-    """``value`` (a reply's text) rendered as Markdown and sanitized with nh3: only the
-    tags of _ALLOWED_TAGS stay, links get ``rel="noopener noreferrer nofollow"`` and only
-    http(s)/mailto URLs, no attribute can carry script or style (the CSP forbids inline
-    script and style anyway). The one place the dashboard turns text into markup."""
+    """``value`` (a reply's text) rendered as Markdown, a single newline a line break
+    (``<br>``), and sanitized with nh3: only the tags of _ALLOWED_TAGS stay, links get
+    ``rel="noopener noreferrer nofollow"`` and only http(s)/mailto URLs, no attribute can
+    carry script or style (the CSP forbids inline script and style anyway). The one place
+    the dashboard turns text into markup; user messages stay plain text."""
     return mark_safe(_markdown_html(str(value)))  # sanitized by nh3 in _markdown_html
 
 
