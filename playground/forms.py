@@ -184,10 +184,10 @@ class ProjectSettingsForm(_NoColon, forms.ModelForm):
         required=False,
         min_value=0,
         max_value=IDLE_MINUTES_MAX,
-        label="End idle threads after (minutes)",
+        label="Write idle threads' long-term memory after (minutes)",
         help_text=(
-            "A thread silent this long gets its episode made, as end() would. "
-            "0: never; empty: the server's default."
+            "A thread silent this long gets its episode, facts and entities written, as "
+            "end() would; it stays open for new messages. 0: never; empty: the server's default."
         ),
     )
 

@@ -276,19 +276,22 @@ def thread_stats(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
 @require_POST
 @login_required
 def thread_end(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
-    """"End thread": what ``POST /v1/.../threads/{id}/end`` does (issue 8 item 1), queue
-    one episode job for the raw messages since the last end(); the jobs panel shows it.
-    Nothing new since then: a note, no job."""
+    """"Write long-term memory": what ``POST /v1/.../threads/{id}/end`` does (issue 8
+    item 1), queue one episode job for the raw messages since the last end(); the jobs
+    panel shows it. Nothing new since then: a note, no job. The thread stays writable
+    (spec 000: threads never end; end() triggers extraction), so neither the button nor
+    its note says the thread ended."""
     thread = get_thread_for_user(request, thread_id)
     result = episodic.thread_end(project=thread.project, thread_id=thread.pk)
     if result is None:
-        messages.info(request, "Nothing new to extract since the thread was last ended.")
+        messages.info(request, "Nothing new to write to long-term memory since it was last written.")
     else:
         one = result.from_sequence == result.to_sequence
         messages.info(
             request,
-            f"Thread ended: {message_range(result.from_sequence, result.to_sequence)} "
-            f"become{'s' if one else ''} an episode, facts and entities in the background.",
+            f"Writing long-term memory: {message_range(result.from_sequence, result.to_sequence)} "
+            f"become{'s' if one else ''} an episode, facts and entities in the background. "
+            "The thread stays open for new messages.",
         )
     return redirect(project_url("playground:thread", thread.project, thread.pk))
 

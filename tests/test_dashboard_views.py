@@ -594,7 +594,10 @@ def test_it_writes_a_one_message_range_as_one_number(
     with django_capture_on_commit_callbacks(execute=True):
         ended = client.post(url("playground:thread-end", world.project, world.thread.pk), follow=True)
     flash = " ".join(tree(ended).by_testid("flash")[0].full_text().split())
-    assert flash == "Thread ended: message #1 becomes an episode, facts and entities in the background."
+    assert flash == (
+        "Writing long-term memory: message #1 becomes an episode, facts and entities in the background. "
+        "The thread stays open for new messages."
+    )
     compaction.compact(thread_id=world.thread.pk)
 
     page = tree(client.get(url("playground:thread", world.project, world.thread.pk)))
@@ -877,7 +880,14 @@ def test_it_ends_a_thread_from_its_page_as_a_background_job(
     _fill(world.thread, 2)
     client = world.client(world.member)
     page = tree(client.get(url("playground:thread", world.project, world.thread.pk)))
-    assert "disabled" not in page.by_testid("end-thread")[0].attrs
+    (button,) = page.by_testid("end-thread")
+    assert "disabled" not in button.attrs
+    # Threads never end (spec 000): the button says what end() does, not "End thread".
+    assert button.full_text() == "Write long-term memory"
+    assert button.attrs["title"] == (
+        "Write an episode, facts and entities from the messages since the last time (a background "
+        "job; the API's end()). The thread stays open for new messages."
+    )
     end = url("playground:thread-end", world.project, world.thread.pk)
 
     with django_capture_on_commit_callbacks(execute=True):  # the job runs on commit
@@ -885,13 +895,16 @@ def test_it_ends_a_thread_from_its_page_as_a_background_job(
 
     assert response.redirect_chain == [(url("playground:thread", world.project, world.thread.pk), 302)]
     flash = " ".join(tree(response).by_testid("flash")[0].full_text().split())
-    assert flash == "Thread ended: messages #1\u2013#2 become an episode, facts and entities in the background."
+    assert flash == (
+        "Writing long-term memory: messages #1\u2013#2 become an episode, facts and entities in the "
+        "background. The thread stays open for new messages."
+    )
     job = Job.objects.get(thread=world.thread)
     assert (job.kind, job.status, job.args) == ("episode", "succeeded", {"fromSequence": 1, "toSequence": 2})
 
     again = client.post(end, follow=True)
     flash = " ".join(tree(again).by_testid("flash")[0].full_text().split())
-    assert flash == "Nothing new to extract since the thread was last ended."
+    assert flash == "Nothing new to write to long-term memory since it was last written."
     assert Job.objects.filter(thread=world.thread).count() == 1
 
 
@@ -1253,7 +1266,7 @@ def test_it_shows_members_the_idle_time_read_only(world: World, minutes: int | N
     Project.objects.filter(pk=world.project.pk).update(auto_end_idle_minutes=minutes)
     page = tree(world.client(world.member).get(url("playground:settings", world.project)))
     (idle,) = page.by_testid("settings-idle")
-    assert " ".join(idle.full_text().split()) == f"End idle threads after: {shown}"
+    assert " ".join(idle.full_text().split()) == f"Write idle threads' long-term memory after: {shown}"
 
 
 def test_it_renders_its_own_404_page_for_a_logged_in_outsider(world: World) -> None:
@@ -1275,6 +1288,23 @@ def not_found_page(response: Any) -> None:
     assert [n.full_text() for n in page.all(lambda n: n.tag == "h1")] == ["Not found"]
     assert [n.full_text() for n in page.all(lambda n: n.tag == "title")] == ["Not found · Memory"]
     assert b"urlpatterns" not in response.content and b"Django" not in response.content
+
+
+def test_it_points_a_new_projects_empty_thread_list_to_its_api_keys(world: World) -> None:
+    # A new project has no API key, so "through the API" says where keys are made.
+    fresh = make_project("Fresh")
+    make_membership(world.owner, fresh, "owner")
+    client = world.client(world.owner)
+    page = tree(client.get(url("playground:threads", fresh)))
+    (empty,) = page.by_testid("threads-empty")
+    assert " ".join(empty.full_text().split()) == (
+        "No threads yet. Create one with the form, or through the API with one of the project's API keys."
+    )
+    (link,) = page.by_testid("threads-empty-keys")
+    assert link.attrs["href"] == url("playground:keys", fresh)
+    keys = client.get(link.attrs["href"])
+    assert keys.status_code == 200
+    assert [t.name for t in keys.templates][:2] == ["playground/keys.html", "base.html"]
 
 
 @pytest.mark.parametrize("debug", [True, False])
