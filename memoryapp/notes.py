@@ -38,7 +38,7 @@ from memoryapp.llm.port import ToolSpec
 from memoryapp.models import Agent, MemoryNote, MemoryNoteVersion, Message, Thread
 from memoryapp.timefmt import iso_ms
 from memoryapp.tokens import count_tokens
-from memoryapp.validation import json_problem, storable_problem
+from memoryapp.validation import json_path_text, json_problem_at, storable_problem
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 NAME_RULE = "1 to 64 letters, digits, '_', '-' or '.', starting with a letter or digit"
@@ -495,12 +495,13 @@ def tool_run(
     """
     call_id = call_id or f"call_{uuid.uuid4().hex[:16]}"
     extra = dict(turn_metadata or {})
-    bad = json_problem(arguments)
-    if bad is not None and bad[0] != "too_large":
+    bad = json_problem_at(arguments)
+    if bad is not None:
         # A model's call the database could not store (NUL, unpaired surrogate, NaN): an
-        # answer for the model, recorded without the unstorable arguments.
+        # answer for the model naming the argument, recorded without the arguments.
         name, arguments = (name if not storable_problem(name) else "?"), {}
-        refused: ToolOutcome | None = _error(f"Error: the arguments cannot be stored ({bad[1]}).")
+        where = f"the argument '{json_path_text(bad[0])}'" if bad[0] else "the arguments"
+        refused: ToolOutcome | None = _error(f"Error: {where} cannot be stored ({bad[1][1]}).")
     else:
         refused = None
     with transaction.atomic():

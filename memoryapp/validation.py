@@ -29,7 +29,8 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.urls import Resolver404, resolve
 from django.utils import timezone
 from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field, WithJsonSchema
-from pydantic_core import PydanticCustomError
+from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic_core import ValidationError as PydanticValidationError
 
 # --- limits -------------------------------------------------------------------------------
 
@@ -234,32 +235,58 @@ def content_problem(value: str) -> Problem | None:
     return None
 
 
-def json_problem(value: Any) -> Problem | None:
-    """Free-form JSON (thread metadata): every key and string storable, numbers finite
-    (``non_finite_number``), nesting at most JSON_MAX_DEPTH (``too_deep``), at most
-    JSON_MAX_BYTES as UTF-8 JSON (``too_large``). Walks iteratively: a deep document
-    cannot exhaust the stack here."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
+JsonPath = list[str | int]
+
+
+def json_problem_at(value: Any) -> tuple[JsonPath, Problem] | None:
+    """Where free-form JSON first breaks json_problem's storability rules, and why: the
+    path of the value (object keys and list indexes; ``[]`` for ``value`` itself) and
+    its problem, the first in document order; None when every key and string is
+    storable, every number finite and nothing nested past JSON_MAX_DEPTH. A key that
+    cannot be stored is reported at the object holding it ("a key must not ...").
+    The size is not checked here. Walks iteratively: a deep document cannot exhaust the
+    stack here."""
+    stack: list[tuple[Any, JsonPath]] = [(value, [])]
     while stack:
-        item, depth = stack.pop()
+        item, path = stack.pop()
         problem: Problem | None = None
         if isinstance(item, str):
             problem = storable_problem(item)
         elif isinstance(item, float) and not math.isfinite(item):
             problem = "non_finite_number", "numbers must be finite (no NaN or Infinity)"
-        elif isinstance(item, dict | list) and depth >= JSON_MAX_DEPTH:
+        elif isinstance(item, dict | list) and len(path) >= JSON_MAX_DEPTH:
             problem = "too_deep", f"JSON is nested more than {JSON_MAX_DEPTH} levels"
         elif isinstance(item, dict):
-            problem = next(filter(None, (storable_problem(k) for k in item)), None)
-            stack.extend((child, depth + 1) for child in item.values())
+            bad_key = next(filter(None, (storable_problem(k) for k in item)), None)
+            if bad_key is not None:
+                problem = bad_key[0], bad_key[1].replace("text must", "a key must", 1)
+            stack.extend((child, [*path, key]) for key, child in reversed(item.items()))
         elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item)
+            stack.extend((child, [*path, i]) for i, child in reversed(list(enumerate(item))))
         if problem is not None:
-            return problem
+            return path, problem
+    return None
+
+
+def json_problem(value: Any) -> Problem | None:
+    """Free-form JSON (thread metadata): every key and string storable, numbers finite
+    (``non_finite_number``), nesting at most JSON_MAX_DEPTH (``too_deep``), at most
+    JSON_MAX_BYTES as UTF-8 JSON (``too_large``). json_problem_at says where."""
+    found = json_problem_at(value)
+    if found is not None:
+        return found[1]
     size = len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
     if size > JSON_MAX_BYTES:
         return "too_large", f"metadata is {size} bytes as JSON; the limit is {JSON_MAX_BYTES}"
     return None
+
+
+def json_path_text(path: JsonPath) -> str:
+    """A JSON path as one reads it: ``content``, ``content.items[2]``."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
 
 
 # --- adapters -----------------------------------------------------------------------------
@@ -285,6 +312,24 @@ def pydantic_rule(rule: Callable[[Any], Problem | None]) -> AfterValidator:
             # Braces in a message would be read as pydantic's placeholders.
             code, message = problem
             raise PydanticCustomError(code, message.replace("{", "(").replace("}", ")"))
+        return value
+
+    return AfterValidator(check)
+
+
+def pydantic_json_rule() -> AfterValidator:
+    """json_problem_at as a pydantic after-validator: a value that breaks the rules is
+    refused at its own path inside the field (``["arguments", "content"]``, not
+    ``["arguments"]``), with json_problem's code and message. The size is not checked."""
+
+    def check(value: Any) -> Any:
+        found = json_problem_at(value)
+        if found is not None:
+            path, (code, message) = found
+            error = PydanticCustomError(code, message.replace("{", "(").replace("}", ")"))
+            raise PydanticValidationError.from_exception_data(
+                "json", [InitErrorDetails(type=error, loc=tuple(path), input=value)]
+            )
         return value
 
     return AfterValidator(check)

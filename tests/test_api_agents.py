@@ -164,6 +164,41 @@ def test_it_answers_a_malformed_tool_request_with_400(api: Api, body: dict[str, 
     assert api.get(f"{BASE}/threads/{thread_id}/messages").json()["total"] == 0
 
 
+_DEEP = '{"name": "a", "k": ' + "[" * 33 + "]" * 33 + "}"
+
+
+@pytest.mark.parametrize(
+    ("raw", "path", "message", "code"),
+    [
+        ('{"name": "close_memory", "arguments": {"name": "a", "content": "x\\u0000y"}}',
+         ["arguments", "content"], "text must not contain NUL characters", "nul_character"),
+        ('{"name": "close_memory", "arguments": {"name": "a", "description": "d\\ud800", "content": "c"}}',
+         ["arguments", "description"], "text must not contain unpaired surrogates", "invalid_unicode"),
+        ('{"name": "open_memory", "arguments": {"name": "q\\u0000"}}',
+         ["arguments", "name"], "text must not contain NUL characters", "nul_character"),
+        ('{"name": "delete_memory", "arguments": {"name": "a", "extra": {"list": [1, NaN]}}}',
+         ["arguments", "extra", "list", 1], "numbers must be finite (no NaN or Infinity)", "non_finite_number"),
+        ('{"name": "delete_memory", "arguments": {"name": "a", "extra": {"k\\u0000": 1}}}',
+         ["arguments", "extra"], "a key must not contain NUL characters", "nul_character"),
+        ('{"name": "open_memory", "arguments": ' + _DEEP + "}",
+         ["arguments", "k", *([0] * 31)], "JSON is nested more than 32 levels", "too_deep"),
+        ('{"name": "no_such_tool", "arguments": {"name": "a", "content": ["ok", "x\\u0000"]}}',
+         ["arguments", "content", 1], "text must not contain NUL characters", "nul_character"),
+    ],
+    ids=["content-nul", "description-surrogate", "name-nul", "nested-nan", "key-nul", "too-deep", "list-item"],
+)
+def test_it_names_the_argument_an_unstorable_value_is_in(
+    api: Api, raw: str, path: list[Any], message: str, code: str
+) -> None:
+    thread_id = agent_thread(api)
+    resp = api.post(f"{BASE}/threads/{thread_id}/tools", raw=raw)
+    assert (resp.status_code, resp.json()) == (
+        400, {"error": "Validation error", "issues": [{"path": path, "message": message, "code": code}]},
+    )
+    assert api.get(f"{BASE}/threads/{thread_id}/messages").json()["total"] == 0
+    assert not MemoryNote.objects.exists()
+
+
 def test_it_answers_409_on_a_thread_without_a_memory_agent(api: Api) -> None:
     plain = api.create_thread()["threadId"]
     put(api, "bard", {})

@@ -335,11 +335,20 @@ def test_it_serializes_20_parallel_close_calls_and_never_passes_the_cap(settings
 def test_it_answers_unstorable_arguments_with_a_tool_error(thread: Thread) -> None:
     rec = call(thread, "close_memory", name="quest", description="Goal", content="a\x00b")
     assert (rec.outcome.is_error, rec.outcome.result) == (
-        True, "Error: the arguments cannot be stored (text must not contain NUL characters).",
+        True, "Error: the argument 'content' cannot be stored (text must not contain NUL characters).",
     )
     assert rec.call_message.metadata is not None
     assert rec.call_message.metadata["toolCall"]["arguments"] == {}
     assert not MemoryNote.objects.exists()
+
+
+def test_it_names_a_nested_unstorable_argument_in_the_tool_error(thread: Thread) -> None:
+    rec = call(thread, "open_memory", name="quest", extra={"items": [1, float("nan")]})
+    assert (rec.outcome.is_error, rec.outcome.result) == (
+        True, "Error: the argument 'extra.items[1]' cannot be stored (numbers must be finite (no NaN or Infinity)).",
+    )
+    assert rec.call_message.metadata is not None
+    assert rec.call_message.metadata["toolCall"]["arguments"] == {}
 
 
 # --- every recorded call and result within the message limit (review item 9) -------------

@@ -255,3 +255,25 @@ def test_the_published_schema_describes_the_whole_api_in_plain_words(api: Api) -
     assert schemas["PrepareOut"]["properties"]["messageCount"]["description"].startswith(
         "Un-compacted, non-summary messages in the thread (spec 002)"
     )
+
+
+@pytest.mark.parametrize(
+    ("value", "found"),
+    [
+        ({"a": [1, {"b": "c"}]}, None),
+        ({"a": "ok", "b": ["x", "y\x00"]}, (["b", 1], ("nul_character", "text must not contain NUL characters"))),
+        ({"a": {"k\x00": 1}}, (["a"], ("nul_character", "a key must not contain NUL characters"))),
+        # the first problem in document order
+        ({"a": float("inf"), "b": "\x00"}, (["a"], ("non_finite_number", "numbers must be finite (no NaN or Infinity)"))),
+        ({"a": "x" * validation.JSON_MAX_BYTES}, None),  # the size is json_problem's alone
+    ],
+)
+def test_it_says_where_free_form_json_breaks_the_rules(value: Any, found: Any) -> None:
+    assert validation.json_problem_at(value) == found
+
+
+def test_it_writes_a_json_path_as_one_reads_it() -> None:
+    paths: list[validation.JsonPath] = [["content"], ["extra", "items", 2], [0, "a"]]
+    assert [validation.json_path_text(p) for p in paths] == [
+        "content", "extra.items[2]", "[0].a",
+    ]

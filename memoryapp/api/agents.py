@@ -24,22 +24,13 @@ from memoryapp.validation import (
     INTEGRAL,
     CallId,
     Name,
-    Problem,
     SystemPrompt,
-    json_problem,
-    pydantic_rule,
+    pydantic_json_rule,
 )
 
 router = Router(tags=["agents"])
 
 Tokens = Annotated[int, Field(strict=True, ge=1, le=100_000_000), INTEGRAL]
-
-
-def _arguments_problem(value: Any) -> Problem | None:
-    # Storable and finite like thread metadata, but not its 16 KiB cap: a note's content
-    # rides in the arguments, and the store cap (checked by the tool) bounds it.
-    problem = json_problem(value)
-    return None if problem is None or problem[0] == "too_large" else problem
 
 
 class AgentMemoryIn(_In):
@@ -99,7 +90,10 @@ class ToolCallIn(_In):
     """POST .../tools: the call the agent's model made."""
 
     name: Name
-    arguments: Annotated[dict[str, Any], pydantic_rule(_arguments_problem)] = {}
+    # Storable and finite like thread metadata, each problem named at its own path
+    # (["arguments", "content"]), but not its 16 KiB cap: a note's content rides in the
+    # arguments, and the store cap (checked by the tool) bounds it.
+    arguments: Annotated[dict[str, Any], pydantic_json_rule()] = {}
     callId: CallId | None = None
 
 
