@@ -117,17 +117,52 @@ class ThreadCreateForm(_NoColon, _ThreadSettings):
         agent.queryset = Agent.objects.filter(project=project).order_by("name")
 
 
+#: Why an agent's thread takes no threshold, said when one is posted for it anyway.
+THRESHOLD_ON_AGENT_THREAD = (
+    "This thread compacts by its agent's budget (compaction.maxTokens), not by an "
+    "auto-compact threshold; leave the threshold out."
+)
+
+
 class ThreadEditForm(_NoColon, _ThreadSettings):
     """A thread's tags and autoCompactThreshold, edited on its page (what PATCH /v1/...
     /threads/{id} changes with ``tags`` and ``autoCompactThreshold``; both are sent, so
-    an emptied field clears the tags or turns auto-compaction off)."""
+    an emptied field clears the tags or turns auto-compaction off).
+
+    With ``agent_thread`` (a thread bound to an agent, which compacts by the agent's
+    budget: spec 004) the form has tags only; a non-blank ``auto_compact_threshold``
+    posted anyway is a form error (THRESHOLD_ON_AGENT_THREAD), as PATCH refuses it."""
+
+    def __init__(self, *args: Any, agent_thread: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.agent_thread = agent_thread
+        if agent_thread:
+            del self.fields["auto_compact_threshold"]
 
     @classmethod
-    def for_thread(cls, thread: Thread) -> ThreadEditForm:
-        """The unbound form showing ``thread``'s current values (no threshold on an agent's
-        thread, where none applies: spec 004)."""
-        threshold = None if thread.agent_id is not None else thread.auto_compact_threshold
-        return cls(initial={"tags": ", ".join(thread.tags), "auto_compact_threshold": threshold})
+    def for_thread(cls, thread: Thread, data: Any = None) -> ThreadEditForm:
+        """The form of ``thread``: bound to ``data`` (a POST) when given, else showing its
+        current values; without the threshold on an agent's thread."""
+        agent_thread = thread.agent_id is not None
+        if data is not None:
+            return cls(data, agent_thread=agent_thread)
+        initial: dict[str, Any] = {"tags": ", ".join(thread.tags)}
+        if not agent_thread:
+            initial["auto_compact_threshold"] = thread.auto_compact_threshold
+        return cls(initial=initial, agent_thread=agent_thread)
+
+    def clean(self) -> dict[str, Any] | None:
+        """Refuses a threshold posted for an agent's thread (the form offers none)."""
+        cleaned = super().clean()
+        if self.agent_thread and str(self.data.get("auto_compact_threshold", "")).strip():
+            raise forms.ValidationError(THRESHOLD_ON_AGENT_THREAD, code="not_for_agent_thread")
+        return cleaned
+
+    def changes(self) -> dict[str, Any]:
+        """What to change (working.thread_update): the tags and the threshold, which is
+        None on an agent's thread (what it always is there). Call once valid."""
+        threshold = None if self.agent_thread else self.cleaned_data["auto_compact_threshold"]
+        return {"tags": self.cleaned_data["tags"], "auto_compact_threshold": threshold}
 
 
 class ProjectCreateForm(_NoColon, forms.Form):

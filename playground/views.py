@@ -201,23 +201,15 @@ def _thread_page(
 @login_required
 def thread_edit(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     """Change a thread's tags and autoCompactThreshold from its page: what PATCH
-    /v1/.../threads/{id} does (memoryapp.working.thread_update), both fields sent. An
-    invalid form re-renders the thread page with its errors (400)."""
+    /v1/.../threads/{id} does (memoryapp.working.thread_update), both fields sent; an
+    agent's thread has tags only (it compacts by its agent's budget, spec 004). An
+    invalid form (a threshold posted for an agent's thread among its errors) re-renders
+    the thread page with its errors (400)."""
     thread = get_thread_for_user(request, thread_id)
-    form = forms.ThreadEditForm(request.POST)
+    form = forms.ThreadEditForm.for_thread(thread, request.POST)
     if not form.is_valid():
         return _thread_page(request, thread, None, form, status=400)
-    try:
-        working.thread_update(
-            thread=thread,
-            changes={
-                "tags": form.cleaned_data["tags"],
-                "auto_compact_threshold": form.cleaned_data["auto_compact_threshold"],
-            },
-        )
-    except InvalidInput as exc:  # a threshold on an agent's thread (spec 004)
-        form.add_error("auto_compact_threshold", exc.issues[0]["message"])
-        return _thread_page(request, thread, None, form, status=400)
+    working.thread_update(thread=thread, changes=form.changes())
     messages.success(request, "Thread saved.")
     return redirect(project_url("playground:thread", thread.project, thread.pk))
 

@@ -139,12 +139,56 @@ def test_the_dashboard_forms_refuse_a_threshold_for_an_agents_thread_on_the_form
 
     thread = working.thread_create(project=world.project, dataset="u", agent=agent)
     edit_url = url("playground:thread-edit", world.project, thread.pk)
+    # The edit form offers no threshold there; one posted anyway is refused, tags and all.
     response = client.post(edit_url, {"tags": "web", "auto_compact_threshold": "30"})
     assert response.status_code == 400
-    assert field_errors(response, "thread-edit-form") == [THRESHOLD_ISSUE["message"]]
+    (form,) = tree(response).by_testid("thread-edit-form")
+    assert [" ".join(n.full_text().split()) for n in form.all(lambda n: n.attrs.get("class") == "errorlist nonfield")] == [
+        "This thread compacts by its agent's budget (compaction.maxTokens), not by an "
+        "auto-compact threshold; leave the threshold out."
+    ]
+    assert "open" in tree(response).by_testid("thread-edit")[0].attrs
     thread.refresh_from_db()
     assert (thread.tags, thread.auto_compact_threshold) == ([], None)
     assert client.post(edit_url, {"tags": "web", "auto_compact_threshold": ""}).status_code == 302
+
+
+def test_an_agents_thread_page_edits_its_tags_and_links_the_agent_instead_of_a_threshold(world: World) -> None:
+    # The review: the form offered "Edit tags and auto-compact threshold" on an agent's
+    # thread, and saving a threshold always answered 400.
+    agent, _ = agents.agent_define(project=world.project, name="dm", memory={})
+    thread = working.thread_create(project=world.project, dataset="u", agent=agent, tags=["a"])
+    client = world.client(world.member)
+    page = tree(client.get(url("playground:thread", world.project, thread.pk)))
+    (edit,) = page.by_testid("thread-edit")
+    (summary,) = edit.all(lambda n: n.tag == "summary")
+    assert summary.full_text() == "Edit tags"
+    (form,) = page.by_testid("thread-edit-form")
+    inputs = {n.attrs["name"]: n.attrs.get("value") for n in form.all(lambda n: n.tag == "input")}
+    assert sorted(inputs) == ["csrfmiddlewaretoken", "tags"]
+    assert inputs["tags"] == "a"
+    (note,) = page.by_testid("thread-edit-agent-note")
+    assert " ".join(note.full_text().split()) == (
+        "No auto-compact threshold here: this thread compacts by the budget of its agent dm (its compaction.maxTokens)."
+    )
+    (link,) = page.by_testid("thread-edit-agent")
+    assert link.attrs["href"] == url("playground:agents", world.project, edit="dm") + "#define-heading"
+    # Saving the tags alone works.
+    response = client.post(url("playground:thread-edit", world.project, thread.pk), {"tags": "web, vip"})
+    assert (response.status_code, response["Location"]) == (302, url("playground:thread", world.project, thread.pk))
+    assert Thread.objects.filter(pk=thread.pk).values_list("tags", "auto_compact_threshold").get() == (
+        ["web", "vip"], None,
+    )
+    # An ordinary thread's page still offers the threshold, with no agent note.
+    plain = working.thread_create(project=world.project, dataset="u")
+    page = tree(client.get(url("playground:thread", world.project, plain.pk)))
+    (summary,) = page.by_testid("thread-edit")[0].all(lambda n: n.tag == "summary")
+    assert summary.full_text() == "Edit tags and auto-compact threshold"
+    (form,) = page.by_testid("thread-edit-form")
+    assert sorted(n.attrs["name"] for n in form.all(lambda n: n.tag == "input")) == [
+        "auto_compact_threshold", "csrfmiddlewaretoken", "tags",
+    ]
+    assert page.by_testid("thread-edit-agent-note") == []
 
 
 # --- a threshold left on an agent's thread from before it was refused ---------------------------
@@ -187,7 +231,7 @@ def test_nothing_reads_a_stale_threshold_on_an_agents_thread(api: Api, world: Wo
         "messageLimit (2) leaves out the 4 oldest of the 6 messages since this agent's checkpoint"
     )
     # The thread page says how it compacts, and its edit form (which showed 3 and then
-    # refused to save it) starts empty and saves.
+    # refused to save it) offers no threshold and saves.
     client = world.client(world.member)
     page = tree(client.get(url("playground:thread", world.project, thread_id)))
     assert " ".join(page.by_testid("thread-auto-compact")[0].full_text().split()) == (
@@ -195,7 +239,7 @@ def test_nothing_reads_a_stale_threshold_on_an_agents_thread(api: Api, world: Wo
     )
     (form,) = page.by_testid("thread-edit-form")
     inputs = {n.attrs["name"]: n.attrs.get("value") for n in form.all(lambda n: n.tag == "input")}
-    assert (inputs["tags"], inputs["auto_compact_threshold"]) == (None, None)  # no value attribute
+    assert inputs == {"csrfmiddlewaretoken": inputs["csrfmiddlewaretoken"], "tags": None}  # no threshold
     edit_url = url("playground:thread-edit", world.project, thread_id)
     assert client.post(edit_url, {"tags": "web", "auto_compact_threshold": ""}).status_code == 302
     assert Thread.objects.filter(pk=thread_id).values_list("tags", "auto_compact_threshold").get() == (["web"], None)
