@@ -40,8 +40,14 @@ English first-person statements and nothing fitted to one data set.
   Parting with a possession ("I sold my Tesla", "I traded in my Civic", "I gave my bike
   to my nephew", "we got rid of our boat") ends the thing had, the pet or the car driven
   whose value names it, by make or by kind; "I sold my car" replaces the car driven
-  ("sold") and ends a thing had that is a car ("an electric car"). Other clauses have no
-  attribute and never contradict anything.
+  ("sold") and ends a thing had that is a car ("an electric car"). A present state said
+  to be over ("I'm not allergic to dogs anymore", "I'm no longer diabetic", "I don't
+  drive a Tesla any more") ends the current fact the clause without its negation would
+  state (allergic to dogs, the condition, the car Tesla); a possession no longer had ("I
+  no longer have a cat", "I don't have the Tesla any more") is one parted with. Without
+  "anymore" or "no longer" ("I'm not allergic to dogs") nothing ends, nor where no
+  possession is named ("I no longer have time"). Other clauses have no attribute and
+  never contradict anything.
 - **Others' facts.** A clause whose subject is a name and a verb ("Priya is a teacher",
   "Mark works at Acme", "Priya quit her job") is read as the speaker's own clause would
   be ("I'm a teacher"): a pattern's fact there is about that person (single-valued per
@@ -1732,10 +1738,13 @@ def _attribute(clause: str) -> tuple[str, str, bool, str] | None:
     return timeless(relation or _matched(_PATTERNS, clause))
 
 
-def _matched(patterns: list[_Pattern], clause: str) -> tuple[str, str, bool, str] | None:
-    """The attribute of the first of ``patterns`` that says something in ``clause``."""
+def _matched(
+    patterns: list[_Pattern], clause: str, *, anchored: bool = False
+) -> tuple[str, str, bool, str] | None:
+    """The attribute of the first of ``patterns`` that says something in ``clause`` (with
+    ``anchored``, only where the match starts the clause)."""
     for pattern in patterns:
-        match = pattern.regex.search(clause)
+        match = pattern.regex.match(clause) if anchored else pattern.regex.search(clause)
         if not match:
             continue
         if pattern.attribute == STANCE:
@@ -2488,6 +2497,9 @@ def _ending(clause: str, attribute: str, value: str) -> tuple[tuple[str, ...], s
     if attribute == "diet" and value.lower() in _DIET_ENDS:
         items = dict.fromkeys(_DIET_ENDS[value.lower()])
         return tuple(f"{STANCE} {item}" for item in items), ""
+    ended = _ended_state(clause)
+    if ended is not None and ended[0] != attribute:
+        return ended[1], ended[2]
     if attribute.startswith(f"{STANCE} ") and value == _STOPPED and _LEFT_WORK.search(clause):
         # "I quit nursing", "I gave up law", "I quit Acme": the job or employer it names ends
         # (semantic.values_match folds "nursing" and "nurse"); "I quit smoking" ends none.
@@ -2507,6 +2519,54 @@ def _ending(clause: str, attribute: str, value: str) -> tuple[tuple[str, ...], s
         if not pattern.attribute and value and found:
             return pattern.retires, value
     return (), ""
+
+
+# A present state said to be over: "I'm no longer X", "I'm not X anymore", "I no longer
+# <verb> X", "I don't <verb> X any more" (no "anymore", no change: "I'm not allergic to dogs").
+_NO_LONGER = re.compile(
+    r"\bI(?P<be>'m| am)? (?:no longer|(?:not|don't|do not|dont)(?=[^,;.!?]*\b(?:anymore|any more|any longer)\b))"
+    r"(?: (?:really|even|actually))? ",
+    re.IGNORECASE,
+)
+_ANYMORE_WORDS = re.compile(r",?\s*\b(?:anymore|any more|any longer)\b", re.IGNORECASE)
+# A possession no longer had, named with its article or owner ("a cat", "the Tesla", "my
+# car"; "I no longer have time" names none).
+_NO_LONGER_HAD = re.compile(
+    rf"^I (?:have|has|own|owns)(?: got)? (?:a|an|the|my|our|his|her|their|any) (?:old )?{_PARTED_THING}",
+    re.IGNORECASE,
+)
+_OWNED = ("has", "car", *_PETS)
+#: What a present state said to be over ends besides its own attribute: an employer no
+#: longer worked at the job held there too.
+_NEGATED_ENDS = {"works at": _LEFT_EMPLOYER}
+
+
+def _ended_state(clause: str) -> tuple[str, tuple[str, ...], str] | None:
+    """``(attribute, retires, retires_when)`` of the present state ``clause`` says is over
+    ("I'm not allergic to dogs anymore": allergic to dogs; "I don't drive a Tesla any
+    more": car Tesla), read as the clause without its negation would be, from where the
+    negation's "I" stands. A possession no longer had is one parted with ("I no longer
+    have a cat", "I don't have the Tesla any more": the thing had, the car driven or the
+    pet naming it; "my car" any car driven). None when it says no state is over or the
+    state is no pattern's ("I no longer have time"; "I no longer like jazz": a stance is
+    its own attribute)."""
+    match = _NO_LONGER.search(clause)
+    if match is None:
+        return None
+    positive = f"I{match.group('be') or ''} {_ANYMORE_WORDS.sub('', clause[match.end() :])}"
+    had = _NO_LONGER_HAD.match(positive)
+    if had is not None:
+        thing = clean_value(had.group("value"))
+        if thing.lower() == "car":
+            return "has", ("car",), ""
+        return ("has", _OWNED, thing) if thing else None
+    found = _matched(_PATTERNS, positive, anchored=True)
+    if found is None:
+        return None
+    attribute, value = found[0], found[1]
+    if not attribute or attribute.startswith((f"{STANCE} ", f"{COUNT} ")) or not value:
+        return None
+    return attribute, _NEGATED_ENDS.get(attribute, (attribute,)), value
 
 
 def _age_fact(

@@ -1,0 +1,155 @@
+"""Present states and values in offline extraction (memoryapp/llm/extraction_offline.py)
+and what they end in storage (memoryapp/semantic.py): a present state said to be over
+("I'm not allergic to dogs anymore", "I no longer have a cat") ends the current fact
+naming it, as the clause without its negation would state it.
+
+Each is checked as the facts extraction gives and, through the database, as the facts
+left current, with cases that must end nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memoryapp import episodic, semantic, working
+from memoryapp.llm.extraction_offline import extract_episode
+from memoryapp.llm.port import TranscriptMessage
+from memoryapp.models import Fact, Project
+from tests.conftest import Clock
+
+WHEN = datetime(2026, 3, 11, 15, 30, tzinfo=UTC)
+_OWNED = ("has", "car", "dog", "cat", "pet", "puppy", "pup", "kitten", "kitty", "horse", "pony", "bird", "rabbit",
+          "bunny", "hamster", "parrot", "turtle", "tortoise", "snake", "lizard", "gecko", "ferret", "fish", "goldfish")
+
+
+def _facts(content: str) -> list[tuple[str, str, str, tuple[str, ...], str]]:
+    message = TranscriptMessage(sequence_number=1, role="user", content=content, created_at=WHEN)
+    return [(f.text, f.attribute, f.value, f.retires, f.retires_when) for f in extract_episode([message]).facts]
+
+
+def _told(project: Project, clock: Clock, when: str, *lines: str) -> None:
+    """One thread of user messages at ``when``, ended and extracted offline."""
+    clock.set(when)
+    thread = working.thread_create(project=project, dataset="states")
+    rows = [working.message_append(thread=thread, role="user", content=c).message for c in lines]
+    assert episodic.episode_build(
+        thread_id=thread.pk,
+        from_sequence=rows[0].sequence_number,
+        to_sequence=rows[-1].sequence_number,
+    ).created
+
+
+def _current(project: Project) -> set[str]:
+    facts, _ = semantic.fact_list(project=project, dataset="states")
+    return {f.text for f in facts}
+
+
+def _stored(project: Project, clock: Clock, before: tuple[str, ...], after: tuple[str, ...]) -> set[str]:
+    _told(project, clock, "2025-01-10T10:00:00Z", *before)
+    _told(project, clock, "2025-08-16T09:00:00Z", *after)
+    return _current(project)
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (
+            "I'm not allergic to dogs anymore.",
+            [("The user is not allergic to dogs anymore.", "", "", ("allergic to",), "dogs")],
+        ),
+        ("I'm no longer allergic to dogs.", [("The user is no longer allergic to dogs.", "", "", ("allergic to",), "dogs")]),
+        ("I'm not diabetic any more.", [("The user is not diabetic any more.", "", "", ("condition",), "diabetic")]),
+        (
+            "I don't drive a Tesla anymore.",
+            [("The user doesn't drive a Tesla anymore.", "stance on driving a tesla", "stopped", ("car",), "Tesla")],
+        ),
+        (
+            "I'm not working at Acme any longer.",
+            [("The user is not working at Acme any longer.", "", "", ("works at", "job"), "Acme")],
+        ),
+        # A possession no longer had is one parted with: the thing had, the car or pet naming it.
+        (
+            "I no longer have a cat.",
+            [("The user no longer has a cat.", "stance on having a cat", "stopped", _OWNED, "cat")],
+        ),
+        (
+            "I don't have the Tesla any more.",
+            [("The user doesn't have the Tesla any more.", "stance on having the tesla", "stopped", _OWNED, "Tesla")],
+        ),
+        (
+            "I don't have my car anymore.",
+            [("The user doesn't have the user's car anymore.", "stance on my car", "stopped", ("car",), "")],
+        ),
+        # No change said ("anymore", "no longer"), no possession named, a stance: nothing ends.
+        ("I'm not allergic to dogs.", [("The user is not allergic to dogs.", "", "", (), "")]),
+        ("I don't drive a Tesla.", [("The user doesn't drive a Tesla.", "", "", (), "")]),
+        ("I no longer have time.", [("The user no longer has time.", "stance on time", "stopped", (), "")]),
+        ("I no longer like jazz.", [("The user no longer likes jazz.", "stance on jazz", "stopped", (), "")]),
+    ],
+)
+def test_a_present_state_said_to_be_over_names_what_it_ends(
+    content: str, expected: list[tuple[str, str, str, tuple[str, ...], str]]
+) -> None:
+    """"I'm not allergic to dogs anymore" and "I no longer have a cat" ended nothing."""
+    assert _facts(content) == expected
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "current"),
+    [
+        (
+            ("I'm allergic to cats and dogs.",),
+            ("I'm not allergic to dogs anymore.",),
+            {"The user is allergic to cats.", "The user is not allergic to dogs anymore."},
+        ),
+        (
+            ("I have a cat.", "I have a boat."),
+            ("I no longer have a cat.",),
+            {"The user has a boat.", "The user no longer has a cat."},
+        ),
+        (
+            ("I drive a Tesla.", "I have a bike."),
+            ("I don't have the Tesla any more.",),
+            {"The user has a bike.", "The user doesn't have the Tesla any more."},
+        ),
+        (("I'm a vegetarian.",), ("I'm no longer a vegetarian.",), {"The user is no longer a vegetarian."}),
+        (
+            ("I work at Acme.",),
+            ("I don't work at Acme anymore.",),
+            {"The user doesn't work at Acme anymore."},
+        ),
+        (("I'm diabetic.",), ("I'm not diabetic anymore.",), {"The user is not diabetic anymore."}),
+        (("I drive a Honda Civic.",), ("I don't have my car anymore.",), {"The user doesn't have the user's car anymore."}),
+        # What names no current fact ends none.
+        (
+            ("I'm allergic to cats.", "I have a dog."),
+            ("I'm not allergic to dogs.",),
+            {"The user is allergic to cats.", "The user has a dog.", "The user is not allergic to dogs."},
+        ),
+        (
+            ("I have a cat.", "I have a time machine."),
+            ("I no longer have time.",),
+            {"The user has a cat.", "The user has a time machine.", "The user no longer has time."},
+        ),
+        (
+            ("I drive a Tesla.",),
+            ("I don't have a bike anymore.",),
+            {"The user drives a Tesla.", "The user doesn't have a bike anymore."},
+        ),
+    ],
+)
+def test_a_present_state_said_to_be_over_ends_the_fact_naming_it(
+    project: Project, clock: Clock, before: tuple[str, ...], after: tuple[str, ...], current: set[str]
+) -> None:
+    """"I'm not allergic to dogs anymore" left "The user is allergic to dogs." current."""
+    assert _stored(project, clock, before, after) == current
+
+
+def test_the_state_is_ended_by_the_statement_that_it_is_over(project: Project, clock: Clock) -> None:
+    _told(project, clock, "2025-01-10T10:00:00Z", "I'm allergic to penicillin.")
+    _told(project, clock, "2025-08-16T09:00:00Z", "I'm no longer allergic to penicillin.")
+    old = Fact.objects.get(text="The user is allergic to penicillin.")
+    new = Fact.objects.get(text="The user is no longer allergic to penicillin.")
+    assert old.invalidated_by == new and old.invalidated_at == new.valid_from
