@@ -153,3 +153,59 @@ def test_the_state_is_ended_by_the_statement_that_it_is_over(project: Project, c
     old = Fact.objects.get(text="The user is allergic to penicillin.")
     new = Fact.objects.get(text="The user is no longer allergic to penicillin.")
     assert old.invalidated_by == new and old.invalidated_at == new.valid_from
+
+
+def _valued(content: str) -> list[tuple[str, str, str]]:
+    message = TranscriptMessage(sequence_number=1, role="user", content=content, created_at=WHEN)
+    return [(f.text, f.attribute, f.value) for f in extract_episode([message]).facts]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (
+            "My favorite food is mac and cheese.",
+            [("The user's favorite food is mac and cheese.", "favorite food", "mac and cheese")],
+        ),
+        (
+            "My favourite band is Simon and Garfunkel.",
+            [("The user's favourite band is Simon and Garfunkel.", "favorite band", "Simon and Garfunkel")],
+        ),
+        (
+            "My favorite music is rock and roll since college.",
+            [("The user's favorite music is rock and roll since college.", "favorite music", "rock and roll")],
+        ),
+        ("I study law and economics.", [("The user studies law and economics.", "studies", "law and economics")]),
+        (
+            "I live in Bosnia and Herzegovina.",
+            [("The user lives in Bosnia and Herzegovina.", "lives in", "Bosnia and Herzegovina")],
+        ),
+        # A clause after the value, or words that are no name where only a name joins: cut.
+        (
+            "My favorite food is pizza and I eat it weekly.",
+            [
+                ("The user's favorite food is pizza.", "favorite food", "pizza"),
+                ("The user eats pizza weekly.", "stance on pizza weekly", "does"),
+            ],
+        ),
+        (
+            "My favorite food is sushi and ramen is second.",
+            [("The user's favorite food is sushi and ramen is second.", "favorite food", "sushi")],
+        ),
+        ("I live in Boston and work at Acme.", [("The user lives in Boston and work at Acme.", "lives in", "Boston")]),
+        ("I drive a Honda and commute daily.", [("The user drives a Honda and commute daily.", "car", "Honda")]),
+        ("I work as a nurse and teach yoga.", [("The user works as a nurse and teach yoga.", "job", "nurse")]),
+    ],
+)
+def test_a_single_value_keeps_a_phrase_joined_by_and(content: str, expected: list[tuple[str, str, str]]) -> None:
+    """"My favorite food is mac and cheese" was stored as "mac"."""
+    assert _valued(content) == expected
+
+
+def test_a_single_value_joined_by_and_is_replaced_whole(project: Project, clock: Clock) -> None:
+    _told(project, clock, "2025-01-10T10:00:00Z", "My favorite food is mac and cheese.")
+    _told(project, clock, "2025-08-16T09:00:00Z", "My favorite food is mac and cheese.", "My favorite drink is gin and tonic.")
+    assert _current(project) == {"The user's favorite food is mac and cheese.", "The user's favorite drink is gin and tonic."}
+    _told(project, clock, "2025-09-16T09:00:00Z", "My favorite food is macaroni now.")
+    assert _current(project) == {"The user's favorite food is macaroni now.", "The user's favorite drink is gin and tonic."}
+    assert Fact.objects.get(text="The user's favorite food is mac and cheese.").value == "mac and cheese"

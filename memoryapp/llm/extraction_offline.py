@@ -71,6 +71,10 @@ English first-person statements and nothing fitted to one data set.
   a single-valued attribute's ("I work at Procter and Gamble": one employer, named so),
   a stance's ("I love rock and roll"), nor words that are no value ("I have a dog and
   love him", "allergic to reptiles and animals with fur": the phrase may be the last's).
+  A single-valued attribute's value keeps a phrase joined by "and" whole ("my favourite
+  food is mac and cheese", "I study law and economics"; only names for the others: "I
+  live in Bosnia and Herzegovina"), never a clause after it ("my favourite food is pizza
+  and I eat it weekly": pizza; "I work as a nurse and teach yoga": nurse).
 - **Corrections.** "X, not Y" with no verb of its own ("Sorry, it's Porto, not Lisbon", "I
   meant Porto", "a Corolla, not a Civic", "not Maria but Mara") restates the episode's
   latest fact of its speaker whose value names Y with X in its place, which replaces it;
@@ -1762,6 +1766,8 @@ def _matched(
         value = clean_value(apposed(clause, match))
         if pattern.kind == "organisation":
             value = _joined_name(match.group("value")) or value
+        elif pattern.single and pattern.attribute != MEASURE:
+            value = _coordinated(apposed(clause, match), names=pattern.attribute not in _PHRASE_VALUES) or value
         if not value or (pattern.attribute == "name" and not _introduces(value)):
             continue
         attribute = pattern.attribute
@@ -2655,6 +2661,36 @@ _LIST = re.compile(
     rf"(?P<tail>(?:\s+{_LIST_END}\b|\s*[^\w\s'-]|\s*$).*)$",
     re.IGNORECASE | re.DOTALL,
 )
+# What follows the "and" of a single value's phrase: words a listed value may have, up to
+# the clause's end or a list's end ("mac and cheese", "cheese since college").
+_JOINED_REST = re.compile(rf"^{_LIST_ITEM}(?=\s*$|\s+{_LIST_END}\b)", re.IGNORECASE)
+_AND_JOINED = re.compile(r"\s+(?:and|&)\s+", re.IGNORECASE)
+_JOINED = "\ue000"  # stands for the "and" while clean_value trims the phrase
+
+
+#: Single-valued attributes whose value is a phrase naming a thing, two joined by "and"
+#: as well as one ("mac and cheese", "law and economics"); any other's only names ("I
+#: live in Bosnia and Herzegovina", not "Boston and teach").
+_PHRASE_VALUES = frozenset(["favorite", "studies"])
+
+
+def _coordinated(raw: str, *, names: bool) -> str:
+    """The value of a single-valued attribute whose phrase joins two by "and" ("my
+    favourite food is mac and cheese", "Pride and Prejudice", "I live in Bosnia and
+    Herzegovina"), which clean_value would cut at "and"; "" when the phrase has no "and",
+    what follows it is a clause of its own ("pizza and I eat it weekly") or goes on past
+    a list's end ("Boston and work at Acme"), or, with ``names``, is no name ("I work as
+    a nurse and teach yoga")."""
+    joined = _AND_JOINED.search(raw)
+    rest = _JOINED_REST.match(raw[joined.end() :]) if joined is not None else None
+    if joined is None or rest is None or (names and not all(w[0].isupper() for w in rest.group().split())):
+        return ""
+    whole = clean_value(f"{raw[: joined.start()]} {_JOINED} {raw[joined.end() :]}")
+    if _JOINED not in whole or whole.endswith(_JOINED) or whole.startswith(_JOINED):
+        return ""
+    return whole.replace(_JOINED, joined.group().strip())
+
+
 _LIST_SPLIT = re.compile(r",? (?:and|or) |, ", re.IGNORECASE)
 # A possession's list names each thing with its article or count ("a cat and a dog").
 _COUNTED = re.compile(rf"^{_NUMBER_WORDS} ", re.IGNORECASE)
