@@ -209,3 +209,49 @@ def test_a_single_value_joined_by_and_is_replaced_whole(project: Project, clock:
     _told(project, clock, "2025-09-16T09:00:00Z", "My favorite food is macaroni now.")
     assert _current(project) == {"The user's favorite food is macaroni now.", "The user's favorite drink is gin and tonic."}
     assert Fact.objects.get(text="The user's favorite food is mac and cheese.").value == "mac and cheese"
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (
+            "I'm allergic to penicillin or something like that.",
+            [("The user is allergic to penicillin or something like that.", "allergic to", "penicillin")],
+        ),
+        ("I live in Boston or so.", [("The user lives in Boston or so.", "lives in", "Boston")]),
+        ("I moved to Lisbon or so.", [("The user moved to Lisbon or so.", "lives in", "Lisbon")]),
+        (
+            "I'm allergic to shellfish I think.",
+            [("The user is allergic to shellfish the user thinks.", "allergic to", "shellfish")],
+        ),
+        ("I drive a Honda I guess.", [("The user drives a Honda the user guesses.", "car", "Honda")]),
+        ("My favorite color is blue kind of.", [("The user's favorite color is blue kind of.", "favorite color", "blue")]),
+        (
+            "My favourite band is Radiohead probably.",
+            [("The user's favourite band is Radiohead probably.", "favorite band", "Radiohead")],
+        ),
+        (
+            "I'm allergic to cats and dogs or something.",
+            [
+                ("The user is allergic to cats or something.", "allergic to", "cats"),
+                ("The user is allergic to dogs or something.", "allergic to", "dogs"),
+            ],
+        ),
+        # "kind of" inside the value is no hedge.
+        (
+            "My favorite food is a kind of pasta.",
+            [("The user's favorite food is a kind of pasta.", "favorite food", "kind of pasta")],
+        ),
+    ],
+)
+def test_a_hedge_after_a_value_is_no_part_of_it(content: str, expected: list[tuple[str, str, str]]) -> None:
+    """"allergic to penicillin or something like that" was stored as "penicillin or
+    something like"."""
+    assert _valued(content) == expected
+
+
+def test_a_hedged_value_is_the_value_stated_plainly(project: Project, clock: Clock) -> None:
+    _told(project, clock, "2025-01-10T10:00:00Z", "I'm allergic to penicillin or something like that.")
+    _told(project, clock, "2025-08-16T09:00:00Z", "I'm allergic to penicillin.")
+    assert _current(project) == {"The user is allergic to penicillin or something like that."}
+    assert Fact.objects.get().value == "penicillin"

@@ -57,6 +57,16 @@ _TIME = re.compile(
 )
 
 
+#: A hedge that ends a value and everything after it ("penicillin or something like
+#: that", "Boston or so", "shellfish I think", "a Honda I guess"), or that ends a value
+#: only when nothing follows ("blue kind of", "Lisbon maybe": "a kind of pasta" keeps it).
+HEDGE = (
+    r"(?:or (?:something|so|whatever|anything|similar|thereabouts)|(?:I|we) (?:think|guess|believe|suppose|"
+    r"reckon|assume|imagine)|if I (?:remember|recall)|(?:kind|sort) of\s*$|kinda\s*$|sorta\s*$|"
+    r"(?:maybe|probably|perhaps|apparently)\s*$)"
+)
+
+
 @dataclass(frozen=True)
 class _Rule:
     regex: re.Pattern[str]
@@ -279,7 +289,7 @@ def _clean(raw: str) -> str:
         r"\s+(?:now|these days|nowadays|anymore|any more|any longer|since|last|this|for|in (?:\d{4}|the)|"
         r"(?:in|on) (?:january|february|march|april|may|june|july|august|september|october|november|"
         r"december|spring|summer|autumn|fall|winter)|ago|for (?:good|now|work)|with (?:my|our)|after|"
-        r"because|when|and|but|from|to (?:be|get|live|work|join|start|study|help|care|stay)|so)\b",
+        rf"because|when|and|but|from|to (?:be|get|live|work|join|start|study|help|care|stay)|so|{HEDGE})\b",
         raw.strip(),
         maxsplit=1,
         flags=re.IGNORECASE,

@@ -117,6 +117,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from memoryapp.llm.extraction_changes import (
+    HEDGE,
     LOST,
     apposed,
     change_ending,
@@ -945,7 +946,8 @@ _VALUE_END = re.compile(
     r"nowadays|anymore|any more|any longer|again|lately|sometimes|often|occasionally|rarely|regularly|today|tonight|yesterday|for|with|though|although|as|"
     r"originally|initially|at first|by birth|"
     r"after|before|until|due to|thanks to|"
-    r"last|next|every|once|twice|ago|(?:\d+|an?|one|two|three|four|five|six|a few|a couple(?: of)?|several) "
+    + HEDGE
+    + r"|last|next|every|once|twice|ago|(?:\d+|an?|one|two|three|four|five|six|a few|a couple(?: of)?|several) "
     r"(?:days?|weeks?|months?|years?|decades?) (?:ago|back)|(?:in|on|since) (?:the )?(?:\d{4}|spring|summer|autumn|"
     r"fall|winter|weekends?|"
     + "|".join(_MONTH_NAMES + _WEEKDAYS)
@@ -1017,7 +1019,8 @@ def _unmarked(raw: str) -> str:
 
 
 def clean_value(raw: str) -> str:
-    """A pattern's value phrase, trimmed: cut at the next clause or time adverb (a
+    """A pattern's value phrase, trimmed: cut at the next clause, time adverb or hedge
+    ("penicillin or something like that", "Boston or so", "a Honda I guess": HEDGE; a
     sentence's punctuation already ended it), leading articles dropped, at most
     MAX_VALUE_WORDS words ending at a phrase boundary; "" when nothing definite is left.
     A quoted value is the quotation as written ('"The Cure"' -> "The Cure")."""
