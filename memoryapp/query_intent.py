@@ -133,6 +133,10 @@ CATEGORIES: tuple[Category, ...] = (
     ),
     _category("study studies studying degree major university", "study",
               [("studies", None)]),
+    _category(
+        "language languages speak speaks spoken fluent bilingual", "speak fluent language",
+        [("speaks", None), ("native language", None), ("learning", None)],
+    ),
 )
 
 

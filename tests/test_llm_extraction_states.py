@@ -255,3 +255,62 @@ def test_a_hedged_value_is_the_value_stated_plainly(project: Project, clock: Clo
     _told(project, clock, "2025-08-16T09:00:00Z", "I'm allergic to penicillin.")
     assert _current(project) == {"The user is allergic to penicillin or something like that."}
     assert Fact.objects.get().value == "penicillin"
+
+
+def _languages(content: str) -> list[tuple[str, str, str, str, bool]]:
+    message = TranscriptMessage(sequence_number=1, role="user", content=content, created_at=WHEN)
+    return [(f.subject or "", f.text, f.attribute, f.value, f.single_valued) for f in extract_episode([message]).facts]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (
+            "I speak English and Spanish.",
+            [
+                ("user", "The user speaks English.", "speaks", "English", False),
+                ("user", "The user speaks Spanish.", "speaks", "Spanish", False),
+            ],
+        ),
+        (
+            "I'm fluent in German and a little Italian.",
+            [
+                ("user", "The user is fluent in German.", "speaks", "German", False),
+                ("user", "The user is fluent in a little Italian.", "speaks", "Italian", False),
+            ],
+        ),
+        (
+            "I can speak American Sign Language.",
+            [("user", "The user can speak American Sign Language.", "speaks", "American Sign Language", False)],
+        ),
+        (
+            "Priya speaks Hindi and English.",
+            [
+                ("Priya", "Priya speaks Hindi.", "speaks", "Hindi", False),
+                ("Priya", "Priya speaks English.", "speaks", "English", False),
+            ],
+        ),
+        (
+            "My native language is Portuguese.",
+            [("user", "The user's native language is Portuguese.", "native language", "Portuguese", True)],
+        ),
+        ("My mother tongue is Tagalog.", [("user", "The user's mother tongue is Tagalog.", "native language", "Tagalog", True)]),
+        # Learning a language is not speaking it.
+        ("I'm learning Japanese.", [("user", "The user is learning Japanese.", "learning", "Japanese", False)]),
+        # No language named: "to Anna", "my mind".
+        ("I speak to Anna every day.", [("user", "The user speaks to Anna every day.", "", "", False)]),
+        ("I speak my mind.", [("user", "The user speaks their mind.", "", "", False)]),
+    ],
+)
+def test_the_languages_one_speaks_are_a_fact_each(content: str, expected: list[tuple[str, str, str, str, bool]]) -> None:
+    """"I speak English and Spanish" had no attribute: no question for languages found it."""
+    assert _languages(content) == expected
+
+
+def test_a_language_no_longer_spoken_ends_alone(project: Project, clock: Clock) -> None:
+    assert _stored(
+        project,
+        clock,
+        ("I speak English and Spanish.", "I'm learning Japanese."),
+        ("I don't speak Spanish anymore.",),
+    ) == {"The user speaks English.", "The user is learning Japanese.", "The user doesn't speak Spanish anymore."}

@@ -83,3 +83,10 @@ def test_it_tells_the_names_a_query_gives_and_facts_about_someone_else() -> None
     query = search_query(words=["how", "old", "is", "tom"], terms=["old", "tom"], named=True)
     assert asks_attribute(query, "age") is True
     assert asks_attribute(query, "job") is False
+
+
+def test_a_question_for_languages_looks_up_those_spoken_native_and_learned() -> None:
+    languages = _of("What languages does she speak?")
+    assert languages.terms == ("languages", "speak", "fluent", "language")
+    assert languages.weights == (1.0, 1.0, 0.5, 0.5)
+    assert languages.attributes == (("speaks", None), ("native language", None), ("learning", None))

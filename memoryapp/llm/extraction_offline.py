@@ -21,7 +21,8 @@ English first-person statements and nothing fitted to one data set.
   Caroline"): relations (``sister`` Mara; wife, husband, boyfriend... are all ``partner``),
   the car one drives, where one (or "we", the speaker included) lives or is from, job
   and employer, studies, name, age, birthday, diet, favourites (single-valued),
-  possessions and conditions (several values) and one's stance on a thing or activity
+  possessions, conditions and the languages one speaks or is learning (several values:
+  "speaks" English, "learning" Japanese, apart; a "native language" is one) and one's stance on a thing or activity
   (``stance on running``: likes, dislikes, does, stopped or changed mind; single-valued
   per item). Changes of state are values too, so the single-valued rule of
   memoryapp.semantic retires the old one: a promotion or a new title, quitting, losing or
@@ -465,6 +466,20 @@ _DIETS_LEFT = r"(?:vegetarian|vegan|pescatarian)"
 _HAVE = r"(?:'ve| have)?(?: (?:just|recently|finally|also|already))?"
 
 
+#: Languages one speaks ("I speak English and Spanish"): several, each a fact.
+SPEAKS = "speaks"
+#: Languages one is learning ("I'm learning Japanese"), apart from those one speaks.
+LEARNING = "learning"
+# A language's name: a capitalised word ("Portuguese"), or one with "Sign Language"
+# ("American Sign Language"). "I speak to Anna", "I speak my mind" name none.
+_LANGUAGE = r"(?P<value>(?-i:[A-Z][a-z]+(?: Sign Language)?))\b(?!')"
+# How well: "I speak a little French", "I'm learning basic Korean".
+_LEVEL = (
+    r"(?:fluent|native|basic|some|decent|good|broken|conversational|a little|a bit of|a little bit of|"
+    r"enough|passable|rusty|beginner|intermediate)"
+)
+
+
 def _relation_single(word: str) -> bool:
     return word.lower() in _RELATIONS_SINGLE
 
@@ -700,6 +715,19 @@ _PATTERNS = [
         kind="organisation",
     ),
     _p(rf"\bI(?:'m| am) (?:severely |very |mildly )?allergic to {_VALUE}", "allergic to", single=False),
+    # Languages, named with a capital as English writes them: those one speaks (several),
+    # one's native language, and those one is learning (no language spoken yet).
+    _p(
+        rf"{_I}(?: speak| can speak|(?:'m| am) (?:fluent|conversational) in)(?: {_LEVEL})? {_LANGUAGE}",
+        SPEAKS,
+        single=False,
+    ),
+    _p(rf"\bmy (?:native|first|mother) (?:language|tongue) is {_LANGUAGE}", "native language", single=True),
+    _p(
+        rf"{_I}(?:'m| am|'ve been| have been) learning(?: {_LEVEL})? {_LANGUAGE}",
+        LEARNING,
+        single=False,
+    ),
     # A diet left ("I'm not vegan anymore", "I stopped being vegetarian", "I gave up
     # veganism"): the diet is "no longer vegan", which replaces "vegan".
     _p(
@@ -2632,11 +2660,18 @@ def facts_in(message: TranscriptMessage, previous: str = "") -> list[_Found]:
 
 #: The attributes that hold several values, each a fact of its own in a list ("I'm
 #: allergic to cats and dogs"): possessions (a count is one: "two dogs and a parrot"),
-#: allergies, conditions. A single-valued one never splits ("I work at Procter and
+#: allergies, conditions, languages ("I speak English and Spanish"). A single-valued one never splits ("I work at Procter and
 #: Gamble", "my favourite food is mac and cheese"), nor does a stance, single-valued per
 #: item ("I love rock and roll"; "I enjoy reading, watching movies and exploring nature"
 #: stays one fact).
-_LISTED = {"has": "has", COUNT: "has", "allergic to": "allergic to", "condition": "condition"}
+_LISTED = {
+    "has": "has",
+    COUNT: "has",
+    "allergic to": "allergic to",
+    "condition": "condition",
+    SPEAKS: SPEAKS,
+    LEARNING: LEARNING,
+}
 _NUMBER_WORDS = rf"(?:a|an|one|{_COUNT_WORDS}|\d+|some|several|a few|a couple of)"
 # Where a list of values ends and the rest of its clause, said of each value, goes on: a
 # time, a reason, a contrast ("bees and wasps since childhood", "a tent and a stove last
