@@ -203,6 +203,41 @@ def test_it_shows_notes_gauges_and_versions_with_diff_and_author(world: World) -
     assert partial.content.decode().lstrip().startswith('<section id="memory-store"')
 
 
+def test_it_marks_every_note_for_folding_under_an_id_of_its_own(world: World) -> None:
+    # app.js folds a [data-clamp] block to its first lines behind "Show all" only when it
+    # has an id (kept open across live re-renders by it): the notes had none, so a thread
+    # of 69 notes of 15 KB was a page 176,000 px long.
+    thread = agent_thread(world)
+    long = "\n".join(f"line {i}: the party camps by the river" for i in range(30))
+    call(thread, "close_memory", name="quest", description="The quest", content=long)
+    call(thread, "close_memory", name="npcs", description="People", content="Ferryman.")
+    page = tree(world.client(world.member).get(url("playground:memories", world.project, thread.pk)))
+    contents = [n.by_testid("note-content")[0] for n in page.by_testid("note")]
+    ids = [notes.MemoryNote.objects.get(thread=thread, name=name).pk for name in ("quest", "npcs")]
+    assert [(c.attrs["id"], "data-clamp" in c.attrs) for c in contents] == [
+        (f"note-{pk}-content", True) for pk in ids
+    ]
+    assert contents[0].full_text() == long  # whole in the page: scripts fold it, none cut it
+
+
+def test_every_folded_block_of_the_templates_has_an_id() -> None:
+    # The rule app.js's clamp() follows: a [data-clamp] element without an id is never
+    # folded (tool results, episode summaries and agent prompts had none either).
+    import re
+    from pathlib import Path
+
+    from django.conf import settings
+
+    templates = Path(settings.BASE_DIR, "templates")
+    tags = [
+        (path.name, tag)
+        for path in sorted(templates.rglob("*.html"))
+        for tag in re.findall(r"<[a-z]+\b[^>]*\bdata-clamp\b[^>]*>", path.read_text(), re.S)
+    ]
+    assert len(tags) >= 6
+    assert [(name, tag) for name, tag in tags if not re.search(r'\sid="[^"]+"', tag)] == []
+
+
 @pytest.mark.parametrize("memory", [None, "no-agent"])
 def test_it_says_memory_is_off_instead_of_an_empty_budget(world: World, memory: str | None) -> None:
     # The page read "0 of — tokens (maxOpenTokens, 0.0%)" for an agent without memory.

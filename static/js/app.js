@@ -51,8 +51,9 @@
     });
   });
 
-  // Long summaries ([data-clamp], with an id) show their first lines and a "Show all"
-  // button when they overflow. What the reader opened stays open when htmx re-renders
+  // Long summaries, notes, tool results and prompts ([data-clamp], with an id: one
+  // without is left whole) show their first lines and a "Show all" button when they
+  // overflow. What the reader opened stays open when htmx re-renders
   // the list (live updates), so the ids of opened blocks are remembered here.
   var expanded = new Set();
 

@@ -156,7 +156,8 @@ def live_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    # E2E_PORT pins the port (a machine whose ports are shared out); else any free one.
+    sock.bind(("127.0.0.1", int(os.environ.get("E2E_PORT", "0"))))
     sock.listen(128)
     port = sock.getsockname()[1]
     with django_db_blocker.unblock():

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from memoryapp import agents, working
+from memoryapp import agents, notes, working
 from memoryapp.models import Agent, ApiKey, Thread, Turn
 from tests.e2e.test_browser import (
     LIVE_TIMEOUT_MS,
@@ -139,4 +139,35 @@ def test_an_agents_playground_turn_gets_its_whole_window_and_the_xray_shows_it(
     expect(messages).to_have_count(31)
     expect(messages.nth(0).get_by_test_id("xray-message-source")).to_have_text("message #1")
     expect(messages.nth(30).locator("pre")).to_have_text("Where were we?")
+    assert seen.dialogs == [] and seen.errors == []
+
+
+def test_it_folds_a_long_note_to_its_first_lines_until_show_all(
+    owner: Owner, live_url: str, new_page: Any
+) -> None:
+    # Every note was shown whole: 69 notes of 15 KB made a page 176,000 px long.
+    agent, _ = agents.agent_define(
+        project=owner.project, name="dm", memory={"maxOpenTokens": 2000}, compaction={"type": "summarize", "maxTokens": 8000}
+    )
+    thread = working.thread_create(project=owner.project, dataset="user_42", agent=agent)
+    long = "\n".join(f"line {i}: the party camps by the river" for i in range(60))
+    notes.tool_run(thread_id=thread.pk, name="close_memory", arguments={"name": "quest", "description": "Quest", "content": long})
+    notes.tool_run(thread_id=thread.pk, name="close_memory", arguments={"name": "npcs", "description": "People", "content": "Ferryman."})
+    page = new_page()
+    seen = watch(page)
+    log_in(page, live_url)
+    open_live(page, thread_url(live_url, thread, "memories/"))
+    quest, npcs = page.get_by_test_id("note").all()
+    content = quest.get_by_test_id("note-content")
+    toggle = quest.get_by_test_id("clamp-toggle")
+    expect(toggle).to_have_text("Show all")
+    folded = content.bounding_box()
+    assert folded is not None and folded["height"] < 300
+    toggle.click()
+    expect(toggle).to_have_text("Show less")
+    whole = content.bounding_box()
+    assert whole is not None and whole["height"] > 3 * folded["height"]
+    # A short note has nothing to fold.
+    expect(npcs.get_by_test_id("clamp-toggle")).to_have_count(0)
+    expect(npcs.get_by_test_id("note-content")).to_have_text("Ferryman.")
     assert seen.dialogs == [] and seen.errors == []
