@@ -13,14 +13,14 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import ProtectedError
+from django.db.models import ProtectedError, Sum
 from django.utils import timezone
 
 from memoryapp import notes, working
 from memoryapp.compaction import auto_compact
 from memoryapp.errors import AgentInUse, AgentNotFound, InvalidInput, ThreadNotFound
 from memoryapp.llm.port import ToolSpec
-from memoryapp.models import Agent, Project, Thread
+from memoryapp.models import Agent, MemoryNote, Project, Thread
 from memoryapp.results import AutoCompaction
 from memoryapp.timefmt import iso_ms
 
@@ -108,6 +108,84 @@ def agent_define(
         except IntegrityError:
             continue
     raise _issue(["name"], "The agent is being defined concurrently; try again", "conflict")
+
+
+#: Threads an over-budget warning lists (its ``threadCount`` counts them all).
+OVER_BUDGET_LISTED = 100
+
+
+def over_budget(*, agent: Agent) -> dict[str, Any] | None:
+    """The agent's threads whose notes are over its ``maxOpenTokens`` (as PUT answers it
+    after a redefinition lowered it), or None when there are none or it has no memory:
+    ``{"maxOpenTokens", "threadCount", "threads": [{"threadId", "openTokens", "notes":
+    [{"name", "tokens", "isOpen"}]}], "message"}``.
+
+    A thread is listed when its open notes together pass the budget, or when a note of it
+    passes the budget on its own (``notes``; such a closed note cannot be opened, so
+    neither written nor deleted, until the budget is raised again; such an open one must
+    be shortened before it can be closed). Nothing is changed: the open set stays as the
+    agent left it (spec 004: only the agent opens and closes). At most OVER_BUDGET_LISTED
+    threads are listed, oldest first; ``threadCount`` counts all."""
+    budget = agent.max_open_tokens
+    if budget is None:
+        return None
+    mine = MemoryNote.objects.filter(thread__agent=agent)
+    held = {
+        row["thread_id"]: int(row["held"])
+        for row in mine.filter(is_open=True).values("thread_id").annotate(held=Sum("tokens")).order_by()
+    }
+    large: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    for thread_id, name, tokens, is_open in mine.filter(tokens__gt=budget).order_by("pk").values_list(
+        "thread_id", "name", "tokens", "is_open"
+    ):
+        large.setdefault(thread_id, []).append({"name": name, "tokens": tokens, "isOpen": is_open})
+    over = {t for t, h in held.items() if h > budget} | set(large)
+    if not over:
+        return None
+    listed = list(
+        Thread.objects.filter(pk__in=over).order_by("created", "pk").values_list("pk", flat=True)[:OVER_BUDGET_LISTED]
+    )
+    return {
+        "maxOpenTokens": budget,
+        "threadCount": len(over),
+        "threads": [
+            {"threadId": str(t), "openTokens": held.get(t, 0), "notes": large.get(t, [])} for t in listed
+        ],
+        "message": _over_budget_message(budget, over, held, large),
+    }
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _over_budget_message(
+    budget: int, over: set[uuid.UUID], held: dict[uuid.UUID, int], large: dict[uuid.UUID, list[dict[str, Any]]]
+) -> str:
+    closed = sum(1 for found in large.values() for n in found if not n["isOpen"])
+    opened = sum(1 for found in large.values() for n in found if n["isOpen"])
+    crowded = sum(1 for h in held.values() if h > budget)
+    parts = []
+    if closed:
+        parts.append(
+            f"{_count(closed, 'closed note is', 'closed notes are')} larger than it on "
+            f"{'its' if closed == 1 else 'their'} own and cannot be opened (nor so written or "
+            "deleted) until it is raised again"
+        )
+    if opened:
+        parts.append(
+            f"{_count(opened, 'open note is', 'open notes are')} larger than it and must be "
+            "shortened before being closed"
+        )
+    if crowded:
+        parts.append(
+            f"{_count(crowded, 'thread holds', 'threads hold')} open notes that together pass it "
+            "(they stay open until the agent closes them)"
+        )
+    return (
+        f"maxOpenTokens {budget} is below what {_count(len(over), 'thread', 'threads')} of this "
+        f"agent {'holds' if len(over) == 1 else 'hold'}: {'; '.join(parts)}. Nothing was changed."
+    )
 
 
 def agent_get(*, project: Project, name: str) -> Agent:

@@ -4,12 +4,16 @@ The rules (spec 004 "The tools", "Limits", DESIGN.md section 6 item 11):
 
 - ``open_memory({name})`` reads a note and marks it open. Unknown name: an error listing
   the names that exist. Already open: reported as such (not an error). Opening past the
-  agent's ``maxOpenTokens``: an error naming the open notes to close first.
+  agent's ``maxOpenTokens``: an error naming the open notes to close first; a note over
+  it on its own (the budget was lowered after it was written) is an error saying so,
+  its size and the budget, and that only raising maxOpenTokens lets it be opened.
 - ``close_memory({name, description?, content?})`` writes a note and closes it: a new
   name needs both description and content; an open note is updated with the fields
   given (the others kept); a closed note is an error (open it first). Content over
-  ``maxOpenTokens`` could never be opened again and is refused.
-- ``delete_memory({name})`` removes an open note for good; a closed one is an error.
+  ``maxOpenTokens`` could never be opened again and is refused, also when it is an
+  open note's kept content (the budget was lowered while it was open).
+- ``delete_memory({name})`` removes an open note for good; a closed one is an error
+  (nothing is deleted unseen, also when it is too large to open: docs/decisions.md).
 - The store of one thread is capped at MEMORY_NOTES_STORE_CAP_BYTES (1 MB) of UTF-8 bytes
   of names, descriptions and contents; a refusal states the actual numbers.
 
@@ -193,11 +197,17 @@ def _open(thread: Thread, agent: Agent, name: str) -> ToolOutcome:
             result=f"Memory '{name}' is already open. Its content:\n\n{note.content}", is_error=False, note=note
         )
     budget = int(agent.max_open_tokens or 0)
+    if note.tokens > budget:
+        return _error(
+            f"Error: memory '{name}' is {_fmt(note.tokens)} tokens, more than maxOpenTokens "
+            f"{_fmt(budget)} on its own, so it cannot be opened: closing other memories would "
+            f"not make room. {_stranded(note, budget)}"
+        )
     open_notes = list(
         MemoryNote.objects.filter(thread=thread, is_open=True).values_list("name", "tokens")
     )
     held = sum(t for _, t in open_notes)
-    if held + note.tokens > budget:
+    if held + note.tokens > budget:  # so something is open: the note alone fits
         listing = ", ".join(f"{n} ({_fmt(t)} tokens)" for n, t in open_notes)
         return _error(
             f"Error: opening '{name}' ({_fmt(note.tokens)} tokens) would bring your open "
@@ -207,6 +217,18 @@ def _open(thread: Thread, agent: Agent, name: str) -> ToolOutcome:
     note.is_open = True
     note.save(update_fields=["is_open"])
     return ToolOutcome(result=note.content, is_error=False, note=note, changed="opened")
+
+
+def _stranded(note: MemoryNote, budget: int) -> str:
+    """What becomes of a closed note larger than maxOpenTokens on its own (the budget was
+    lowered after it was written): it is kept, and since nothing is written or deleted
+    unseen, it waits for the budget to be raised (docs/decisions.md, "Agents and memory
+    notes")."""
+    return (
+        f"It is kept as it is, still listed by its description; it can be opened (and then "
+        f"written or deleted) only once maxOpenTokens, set where the agent is defined, is "
+        f"raised to at least {_fmt(note.tokens)}."
+    )
 
 
 def _write_error(arguments: dict[str, Any], *, exists: bool) -> str | None:
@@ -272,7 +294,14 @@ def _close(thread: Thread, agent: Agent, name: str, arguments: dict[str, Any]) -
         return _error(problem)
     description: str | None = arguments.get("description")
     content: str | None = arguments.get("content")
+    budget = int(agent.max_open_tokens or 0)
     if note is not None and not note.is_open:
+        if note.tokens > budget:
+            return _error(
+                f"Error: memory '{name}' is closed, and a closed memory cannot be written unseen; "
+                f"at {_fmt(note.tokens)} tokens it is over maxOpenTokens {_fmt(budget)} on its own, "
+                f"so it cannot be opened either. {_stranded(note, budget)}"
+            )
         return _error(
             f"Error: memory '{name}' is closed, and a closed memory cannot be written unseen. "
             f"Call open_memory with name '{name}' first, then close_memory to save it."
@@ -286,6 +315,15 @@ def _close(thread: Thread, agent: Agent, name: str, arguments: dict[str, Any]) -
     new_description = description if description is not None else (note.description if note else "")
     new_content = content if content is not None else (note.content if note else "")
     problem = _content_error(agent, new_content) if content is not None else None
+    if note is not None and content is None and note.tokens > budget:
+        # Open when the budget was lowered under it: closed as it is, it could never be
+        # opened again (nor deleted, which needs it open).
+        problem = (
+            f"Error: memory '{name}' is {_fmt(note.tokens)} tokens, over maxOpenTokens "
+            f"{_fmt(budget)}, so once closed it could never be opened again. Close it with a "
+            f"shorter content (at most {_fmt(budget)} tokens), or delete it with delete_memory "
+            "while it is open."
+        )
     new_bytes = note_bytes(name, new_description, new_content)
     problem = problem or _cap_error(thread, old_bytes=note.bytes if note else 0, new_bytes=new_bytes)
     if problem:
@@ -312,11 +350,18 @@ def _close(thread: Thread, agent: Agent, name: str, arguments: dict[str, Any]) -
     return ToolOutcome(result=text, is_error=False, note=note, changed="updated" if written else "closed")
 
 
-def _delete(thread: Thread, name: str) -> ToolOutcome:
+def _delete(thread: Thread, agent: Agent, name: str) -> ToolOutcome:
     note = MemoryNote.objects.filter(thread=thread, name=name).first()
     if note is None:
         return _unknown(thread.pk, name, then="Nothing was deleted.")
     if not note.is_open:
+        budget = int(agent.max_open_tokens or 0)
+        if note.tokens > budget:
+            return _error(
+                f"Error: memory '{name}' is closed; nothing is deleted unseen, and at "
+                f"{_fmt(note.tokens)} tokens it is over maxOpenTokens {_fmt(budget)} on its own, "
+                f"so it cannot be opened. {_stranded(note, budget)}"
+            )
         return _error(
             f"Error: memory '{name}' is closed; nothing is deleted unseen. Call open_memory "
             f"with name '{name}' first, then delete_memory."
@@ -336,7 +381,7 @@ def _dispatch(thread: Thread, agent: Agent, name: str, arguments: dict[str, Any]
         return _open(thread, agent, note_name)
     if name == CLOSE_MEMORY:
         return _close(thread, agent, note_name, arguments)
-    return _delete(thread, note_name)
+    return _delete(thread, agent, note_name)
 
 
 # --- recording ----------------------------------------------------------------------------

@@ -61,6 +61,10 @@ def agent_list(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         if form.is_valid() and _define(project, form):
             messages.success(request, f"Agent {form.cleaned_data['name']} saved.")
+            # A lowered maxOpenTokens is saved all the same; say what it leaves over it.
+            over = agents.over_budget(agent=Agent.objects.get(project=project, name=form.cleaned_data["name"]))
+            if over is not None:
+                messages.warning(request, over["message"])
             return redirect(project_url("playground:agents", project))
         status = 400
     else:

@@ -314,3 +314,35 @@ def test_it_reads_an_agents_plan_again_only_when_something_was_appended_during_i
     # what makes it read the plan afresh.
     outcome = compaction.auto_compact(thread_id=thread.pk, keep_from_sequence=5)
     assert (outcome, looks) == (AutoCompaction(), [thread.pk])
+
+
+def test_an_open_note_over_a_lowered_budget_stays_open_and_in_full_in_the_context(project: Project) -> None:
+    # Spec 004: only the agent opens and closes, so lowering maxOpenTokens under an open
+    # note closes nothing; the compactor may not write it past the budget, so it is kept
+    # as it was until the agent shortens (or deletes) it.
+    thread = make_thread(project, max_open=1000, max_tokens=8000)
+    call(thread, "close_memory", name="a", description="Ferry plans", content="x" * 3240)
+    call(thread, "close_memory", name="b", description="Beta", content="y" * 3240)
+    call(thread, "open_memory", name="a")
+    agents.agent_define(project=project, name="dm", memory={"maxOpenTokens": 100},
+                        compaction={"type": "summarize", "maxTokens": 8000})
+    compaction.message_append_compacting(thread=thread, role="user", content="The ferry leaves at dawn.")
+    result = compaction.compact(thread_id=thread.pk)
+    assert result is not None
+    # The offline compactor appends "- user: The ferry leaves at dawn." (3,274 characters: 819 tokens).
+    assert checkpoint_of(result)["writeBacksRefused"] == [{
+        "name": "a",
+        "reason": "the content is 819 tokens, over maxOpenTokens 100, so it could never be opened again. "
+        "Shorten it, or split it into several memories.",
+    }]
+    a = MemoryNote.objects.get(name="a")
+    assert (a.is_open, a.content, a.version) == (True, "x" * 3240, 1)
+    assert result.summary.content == (
+        f"{notes.BLOCK_OPENING}\n\n## Summary of earlier conversation\n\n- user: The ferry leaves at dawn.\n\n"
+        f"## Open memories — current as of this point\n\n### a — Ferry plans\n{'x' * 3240}\n\n"
+        f"## Closed memories — call open_memory to read one\n\n- b — Beta\n\n{notes.BLOCK_CLOSING}"
+    )
+    prepared = serializers.window_to_dict(
+        working.prepare(thread=working.thread_get(project=project, thread_id=thread.pk, with_summary=True))
+    )
+    assert prepared["messages"] == [{"role": "system", "content": result.summary.content}]

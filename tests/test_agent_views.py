@@ -285,3 +285,23 @@ def test_it_heads_an_agent_thread_with_its_agent_and_title(world: World) -> None
     assert heading == f"Memories of dm on thread {thread.pk}"
     assert page.by_testid("thread-label")[0].full_text() == "The silver key"
     assert page.by_testid("no-agent") == []
+
+
+def test_lowering_max_open_tokens_from_the_form_warns_of_the_notes_left_over_it(world: World) -> None:
+    thread = agent_thread(world)
+    call(thread, "close_memory", name="b", description="Beta", content="x" * 3240)  # 810 tokens
+    client = world.client(world.member)
+    resp = client.post(url("playground:agents", world.project), {
+        "editing": "dm", "name": "dm", "memory": "on", "max_open_tokens": "100",
+        "compaction_type": "summarize", "max_tokens": "8000",
+    }, follow=True)
+    assert resp.status_code == 200
+    assert Agent.objects.get(name="dm").max_open_tokens == 100  # saved all the same
+    page = tree(resp)
+    items = page.by_testid("flash")[0].all(lambda n: n.tag == "li")
+    assert [(n.attrs["class"], " ".join(n.full_text().split())) for n in items] == [
+        ("flash__item flash__item--success", "Agent dm saved."),
+        ("flash__item flash__item--warning",
+         "maxOpenTokens 100 is below what 1 thread of this agent holds: 1 closed note is larger than it on "
+         "its own and cannot be opened (nor so written or deleted) until it is raised again. Nothing was changed."),
+    ]

@@ -378,3 +378,126 @@ def test_a_thread_created_while_its_agent_is_deleted_is_a_400_not_a_500(
         }],
     }
     assert Thread.objects.filter(dataset="race").count() == 0
+
+
+# --- a maxOpenTokens lowered under the notes it had (the review) -----------------------------
+
+LONG = "x" * 3240  # 810 tokens
+
+
+def dm3_thread(api: Api) -> str:
+    body = {"memory": {"maxOpenTokens": 1000}, "compaction": {"type": "summarize", "maxTokens": 8000}}
+    resp = put(api, "dm3", body)
+    assert (resp.status_code in (200, 201), resp.json()["overBudget"]) == (True, None)
+    thread_id = str(api.create_thread(agent="dm3")["threadId"])
+    for name, description in (("a", "Alpha"), ("b", "Beta")):
+        assert not tool(api, thread_id, "close_memory", name=name, description=description, content=LONG).json()["isError"]
+    assert not tool(api, thread_id, "open_memory", name="a").json()["isError"]
+    return thread_id
+
+
+def lower(api: Api, max_open: int) -> Any:
+    return put(api, "dm3", {"memory": {"maxOpenTokens": max_open}, "compaction": {"type": "summarize", "maxTokens": 8000}})
+
+
+def result_of(api: Api, thread_id: str, tool_name: str, /, **arguments: Any) -> tuple[bool, str]:
+    body = tool(api, thread_id, tool_name, **arguments).json()
+    return body["isError"], body["result"]
+
+
+STRANDED_B = (
+    "It is kept as it is, still listed by its description; it can be opened (and then written or "
+    "deleted) only once maxOpenTokens, set where the agent is defined, is raised to at least 810."
+)
+
+
+def test_lowering_max_open_tokens_under_the_notes_warns_and_says_what_it_strands(api: Api) -> None:
+    thread_id = dm3_thread(api)
+    resp = lower(api, 100)
+    assert resp.status_code == 200  # saved: maxOpenTokens is a guideline (spec 004)
+    assert resp.json()["memory"] == {"maxOpenTokens": 100}
+    assert resp.json()["overBudget"] == {
+        "maxOpenTokens": 100,
+        "threadCount": 1,
+        "threads": [{
+            "threadId": thread_id, "openTokens": 810,
+            "notes": [{"name": "a", "tokens": 810, "isOpen": True}, {"name": "b", "tokens": 810, "isOpen": False}],
+        }],
+        "message": "maxOpenTokens 100 is below what 1 thread of this agent holds: 1 closed note is larger "
+        "than it on its own and cannot be opened (nor so written or deleted) until it is raised again; "
+        "1 open note is larger than it and must be shortened before being closed; 1 thread holds open "
+        "notes that together pass it (they stay open until the agent closes them). Nothing was changed.",
+    }
+    # GET is the agent alone, as before.
+    assert "overBudget" not in api.get(f"{AGENTS}/dm3").json()
+
+    # b alone is over the budget: said plainly, with no empty list of notes to close.
+    assert result_of(api, thread_id, "open_memory", name="b") == (True, (
+        "Error: memory 'b' is 810 tokens, more than maxOpenTokens 100 on its own, so it cannot be "
+        "opened: closing other memories would not make room. " + STRANDED_B
+    ))
+    assert result_of(api, thread_id, "delete_memory", name="b") == (True, (
+        "Error: memory 'b' is closed; nothing is deleted unseen, and at 810 tokens it is over "
+        "maxOpenTokens 100 on its own, so it cannot be opened. " + STRANDED_B
+    ))
+    assert result_of(api, thread_id, "close_memory", name="b", content="short") == (True, (
+        "Error: memory 'b' is closed, and a closed memory cannot be written unseen; at 810 tokens "
+        "it is over maxOpenTokens 100 on its own, so it cannot be opened either. " + STRANDED_B
+    ))
+    # a stays open (only the agent closes), and closing it as it is would strand it too.
+    assert result_of(api, thread_id, "close_memory", name="c", description="Small", content="tiny") == (
+        False, "Saved new memory 'c' (closed).",
+    )
+    assert result_of(api, thread_id, "open_memory", name="c") == (True, (
+        "Error: opening 'c' (1 tokens) would bring your open memories to 811 tokens, over "
+        "maxOpenTokens 100. Close one of these first with close_memory: a (810 tokens)."
+    ))
+    assert result_of(api, thread_id, "close_memory", name="a") == (True, (
+        "Error: memory 'a' is 810 tokens, over maxOpenTokens 100, so once closed it could never be "
+        "opened again. Close it with a shorter content (at most 100 tokens), or delete it with "
+        "delete_memory while it is open."
+    ))
+    assert result_of(api, thread_id, "close_memory", name="a", description="Alpha, shortened") == (True, (
+        "Error: memory 'a' is 810 tokens, over maxOpenTokens 100, so once closed it could never be "
+        "opened again. Close it with a shorter content (at most 100 tokens), or delete it with "
+        "delete_memory while it is open."
+    ))
+    assert result_of(api, thread_id, "close_memory", name="a", content="The gist.") == (
+        False, "Saved memory 'a' and closed it. Its description was kept.",
+    )
+    assert result_of(api, thread_id, "open_memory", name="c") == (False, "tiny")
+    store = api.get(f"{BASE}/threads/{thread_id}/notes").json()
+    assert [(n["name"], n["tokens"], n["isOpen"]) for n in store["notes"]] == [
+        ("a", 3, False), ("b", 810, False), ("c", 1, True),
+    ]
+    assert (store["openTokens"], store["maxOpenTokens"]) == (1, 100)
+    assert lower(api, 100).json()["overBudget"] == {
+        "maxOpenTokens": 100, "threadCount": 1,
+        "threads": [{"threadId": thread_id, "openTokens": 1, "notes": [{"name": "b", "tokens": 810, "isOpen": False}]}],
+        "message": "maxOpenTokens 100 is below what 1 thread of this agent holds: 1 closed note is larger "
+        "than it on its own and cannot be opened (nor so written or deleted) until it is raised again. "
+        "Nothing was changed.",
+    }
+
+    # Raised again, b opens and can be deleted; nothing is over any more.
+    assert lower(api, 1000).json()["overBudget"] is None
+    assert result_of(api, thread_id, "open_memory", name="b") == (False, LONG)
+    assert result_of(api, thread_id, "delete_memory", name="b") == (False, "Deleted memory 'b'.")
+
+
+def test_an_over_budget_warning_counts_every_thread_and_lists_the_oldest(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memoryapp import agents
+
+    monkeypatch.setattr(agents, "OVER_BUDGET_LISTED", 2)
+    threads = [dm3_thread(api) for _ in range(3)]
+    api.create_thread(agent="dm3")  # no notes: never listed
+    body = lower(api, 500).json()["overBudget"]
+    assert (body["threadCount"], [t["threadId"] for t in body["threads"]]) == (3, threads[:2])
+    assert body["message"] == (
+        "maxOpenTokens 500 is below what 3 threads of this agent hold: 3 closed notes are larger than "
+        "it on their own and cannot be opened (nor so written or deleted) until it is raised again; "
+        "3 open notes are larger than it and must be shortened before being closed; 3 threads hold "
+        "open notes that together pass it (they stay open until the agent closes them). Nothing was changed."
+    )
+    # Memory turned off: no budget, no warning.
+    assert put(api, "dm3", {"compaction": {"type": "summarize", "maxTokens": 8000}}).json()["overBudget"] is None

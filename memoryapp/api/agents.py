@@ -72,6 +72,34 @@ class AgentOut(_Out):
     updatedAt: str
 
 
+class OverBudgetNoteOut(_Out):
+    name: str
+    tokens: int
+    isOpen: bool
+
+
+class OverBudgetThreadOut(_Out):
+    threadId: str
+    openTokens: int
+    notes: list[OverBudgetNoteOut]
+
+
+class OverBudgetOut(_Out):
+    """The agent's threads now over its maxOpenTokens (memoryapp.agents.over_budget)."""
+
+    maxOpenTokens: int
+    threadCount: int
+    threads: list[OverBudgetThreadOut]
+    message: str
+
+
+class AgentPutOut(AgentOut):
+    """PUT's answer: the agent, and ``overBudget`` (null when nothing is over) naming the
+    threads and notes its maxOpenTokens is now below, so a lowered budget is not silent."""
+
+    overBudget: OverBudgetOut | None
+
+
 class AgentListOut(_Out):
     agents: list[AgentOut]
 
@@ -126,9 +154,11 @@ class NotesOut(_Out):
     memoryEnabled: bool
 
 
-@router.put("/agents/{agent_name}", response={200: AgentOut, 201: AgentOut, **ERRORS}, summary="Define an agent")
+@router.put("/agents/{agent_name}", response={200: AgentPutOut, 201: AgentPutOut, **ERRORS}, summary="Define an agent")
 def put_agent(request: HttpRequest, agent_name: str, payload: AgentIn) -> Status[dict[str, Any]]:
-    """Create (201) or update (200) the agent; its threads keep history and notes."""
+    """Create (201) or update (200) the agent; its threads keep history and notes.
+    ``overBudget`` names the threads whose notes its maxOpenTokens is now below (a
+    warning: the definition is saved all the same, spec 004 "Turning it on")."""
     agent, created = agents.agent_define(
         project=request_project(request),
         name=agent_name,
@@ -136,7 +166,9 @@ def put_agent(request: HttpRequest, agent_name: str, payload: AgentIn) -> Status
         memory=payload.memory.model_dump(exclude_none=True) if payload.memory is not None else None,
         compaction=payload.compaction.model_dump(exclude_none=True) if payload.compaction else None,
     )
-    return Status(201 if created else 200, agents.agent_to_dict(agent))
+    return Status(
+        201 if created else 200, {**agents.agent_to_dict(agent), "overBudget": agents.over_budget(agent=agent)}
+    )
 
 
 @router.get("/agents", response={200: AgentListOut, **ERRORS}, summary="List agents")
