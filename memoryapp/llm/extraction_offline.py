@@ -137,6 +137,7 @@ from memoryapp.llm.port import (
     TranscriptMessage,
     Usage,
 )
+from memoryapp.llm.remember_cue import remembered
 from memoryapp.tokens import count_tokens
 
 
@@ -1176,10 +1177,22 @@ def sentences(text: str) -> list[list[str]]:
     """The clauses of each sentence of ``text`` (clauses), sentence by sentence."""
     out: list[list[str]] = []
     for sentence in _SENTENCES.split(_protect_abbreviations(text.replace("\u2019", "'"))):
-        parts = [_LEADING_CONJUNCTION.sub("", strip_discourse(c.strip())) for c in _split_clauses(sentence.strip())]
+        sentence = _unrequested(sentence.strip())
+        parts = [_LEADING_CONJUNCTION.sub("", strip_discourse(c.strip())) for c in _split_clauses(sentence)]
         if any(parts):
             out.append([part for part in parts if part])
     return out
+
+
+def _unrequested(sentence: str) -> str:
+    """``sentence`` without a request to remember it, opening (after discourse markers)
+    or closing it: "Oh, remember that my sister is Mara" reads as "my sister is Mara"
+    (memoryapp.llm.remember_cue.remembered); a request naming nothing leaves nothing."""
+    statement = remembered(sentence)
+    if statement is None:
+        opened = _LEADING_CONJUNCTION.sub("", strip_discourse(sentence))
+        statement = remembered(opened) if opened != sentence else None
+    return sentence if statement is None else statement
 
 
 # "my dog," closing an apposition after a name ("Rex, my dog, loves the beach").
