@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from memoryapp import notes
 from memoryapp.llm.offline import OfflineModel
-from memoryapp.llm.offline_memory import NOTE_DESCRIPTION, notes_state
+from memoryapp.llm.offline_memory import ASK_WHAT, NOTE_DESCRIPTION, notes_state, to_remember
+from memoryapp.llm.offline_reply import REPLY_OPENING
 from memoryapp.llm.port import ChatMessage, ToolCall, ToolResult
 from memoryapp.models import MemoryNote
 
@@ -97,3 +98,43 @@ def test_without_the_memory_tools_the_cues_are_plain_text() -> None:
     ))
 
     assert "nothing in memory" not in "".join(c.text for c in chunks)
+
+
+def _created(content: str) -> tuple[ToolCall, ...]:
+    return (ToolCall("close_memory", {"name": "notes", "description": NOTE_DESCRIPTION, "content": content},
+                     "offline-close_memory"),)
+
+
+def test_a_request_naming_nothing_saves_nothing_and_asks_what_to_remember() -> None:
+    for said in ("remember that", "Remember that!", "please remember.", "Remember this for me, thanks!",
+                 "remember, ok?", "Thanks! Remember that."):
+        assert _reply([ChatMessage("user", said)]) == ((), ASK_WHAT), said
+    # With the note open in its input too: no open_memory, no "- that" line.
+    assert _reply([_block(open_notes=True), ChatMessage("user", "remember that")]) == ((), ASK_WHAT)
+    assert ASK_WHAT == '[offline model] What should I remember? Say it after "remember that".'
+
+
+def test_a_sentence_that_only_mentions_remembering_is_no_cue() -> None:
+    for said in ("I remember my first car.", "Do you remember that trip?", "Remember when we met?"):
+        # Not saved: the plain offline reply, from a memory that is empty here.
+        assert _reply([ChatMessage("user", said)]) == (
+            (), f"{REPLY_OPENING}\nNothing in this turn's memory matches your message (it is empty)."
+        ), said
+
+
+def test_it_keeps_the_statement_of_any_request_and_not_the_request() -> None:
+    assert [to_remember(said) for said in (
+        "Please don't forget: I'm vegan.",
+        "FYI my flight is on Friday",
+        "I swim on Tuesdays, remember that.",
+        "I'm allergic to peanuts. Remember that!",
+        "Hi there.\nRemember that my sister is Mara. She is 30.",
+        "I remember my first car.",
+        "remember that",
+    )] == [
+        "I'm vegan.", "my flight is on Friday", "I swim on Tuesdays.", "I'm allergic to peanuts.",
+        "my sister is Mara. She is 30.", None, "",
+    ]
+    assert _reply([ChatMessage("user", "I'm allergic to peanuts. Remember that!")])[0] == _created(
+        "- I'm allergic to peanuts"
+    )

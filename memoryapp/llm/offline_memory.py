@@ -4,11 +4,15 @@ So the whole agent-memory feature can be seen and browser-tested without a key, 
 offline model calls the memory tools deterministically when the user's last message
 says so and the tools are offered:
 
-- **"remember that <fact>"** (or "remember <fact>"): when its input shows no memory
-  ``notes``, ``close_memory`` creating it (a description and ``- <fact>``), as the tool's
-  description says a new memory is made; when it shows one, ``open_memory({"name":
-  "notes"})`` and then ``close_memory`` writing it back with ``- <fact>`` added. Then a
-  text reply saying it was saved.
+- **"remember that <fact>"** (any request to remember that opens or closes a sentence,
+  memoryapp.llm.remember_cue: "please note my ...", "I'm vegan, don't forget it"; a bare
+  "Remember that!" keeps the sentences before it in the message): when its input shows
+  no memory ``notes``, ``close_memory`` creating it (a description and ``- <fact>``), as
+  the tool's description says a new memory is made; when it shows one,
+  ``open_memory({"name": "notes"})`` and then ``close_memory`` writing it back with
+  ``- <fact>`` added. Then a text reply saying it was saved. A request with nothing to
+  remember ("remember that", "please remember!") calls nothing and asks what to remember;
+  a sentence that only mentions remembering ("I remember my first car") is no cue.
 - **"what do you know about <topic>"**: when its input shows no memory ``notes``, a text
   reply saying it has nothing in memory; else ``open_memory({"name": "notes"})``, then
   ``close_memory({"name": "notes"})`` (closing it unchanged), then a text reply with the
@@ -30,13 +34,35 @@ import re
 from collections.abc import Sequence
 
 from memoryapp.llm.port import ChatMessage, ToolCall, ToolResult, ToolSpec
+from memoryapp.llm.remember_cue import names_something, remembered
 
 NOTE_NAME = "notes"
 NOTE_DESCRIPTION = "Things the user asked me to remember"
-_REMEMBER = re.compile(r"\bremember(?:\s+that)?\s+(?P<fact>[^\n]+)", re.IGNORECASE)
+#: The reply to a request to remember that names nothing.
+ASK_WHAT = "[offline model] What should I remember? Say it after \"remember that\"."
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _RECALL = re.compile(r"\bwhat do you know about\s+(?P<topic>[^?!.\n]+)", re.IGNORECASE)
 _ALREADY_OPEN = re.compile(r"^Memory '[^']*' is already open\. Its content:\n\n", re.DOTALL)
 _WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def to_remember(said: str) -> str | None:
+    """What the user's message ``said`` asks to be remembered, as they said it: the
+    statement of its first request (memoryapp.llm.remember_cue.remembered) and the rest of
+    that line ("Remember that my sister is Mara. She is 30." -> "my sister is Mara. She is
+    30."); for a request naming nothing, the line's sentences before it ("I'm vegan.
+    Remember that!" -> "I'm vegan."), else ``""``; None when ``said`` makes no request."""
+    for line in said.splitlines():
+        parts = _SENTENCE_END.split(line.strip())
+        for i, sentence in enumerate(parts):
+            statement = remembered(sentence)
+            if statement is None:
+                continue
+            if statement:
+                return " ".join([statement, *parts[i + 1 :]])
+            before = " ".join(parts[:i])
+            return before if names_something(before) else ""
+    return None
 
 
 def _turn(messages: Sequence[ChatMessage]) -> tuple[str, list[ToolResult]]:
@@ -142,9 +168,11 @@ def next_call(messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> Too
     if not {"open_memory", "close_memory"} <= offered:
         return None
     said, results = _turn(messages)
-    remember = _REMEMBER.search(said)
-    if remember:
-        return _remember(remember["fact"], results, known=notes_state(_before_turn(messages)))
+    fact = to_remember(said)
+    if fact is not None:
+        if not fact:
+            return None  # nothing to remember: answer() asks what
+        return _remember(fact, results, known=notes_state(_before_turn(messages)))
     if _RECALL.search(said):
         if not results:
             if notes_state(_before_turn(messages)) == "absent":
@@ -157,16 +185,20 @@ def next_call(messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> Too
 
 def answer(messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> str | None:
     """The offline model's text once a cued turn's calls are done (or, asked what it
-    knows with no memory to open, that it has nothing), or None when the turn had no cue
-    or no memory tool results."""
+    knows with no memory to open, that it has nothing; asked to remember nothing,
+    ASK_WHAT), or None when the turn had no cue or no memory tool results."""
     said, results = _turn(messages)
     recall = _RECALL.search(said)
+    fact = to_remember(said)
     if not results:
-        offered = {t.name for t in tools}
-        if recall and {"open_memory", "close_memory"} <= offered and notes_state(_before_turn(messages)) == "absent":
+        if not {"open_memory", "close_memory"} <= {t.name for t in tools}:
+            return None
+        if fact == "":
+            return ASK_WHAT
+        if fact is None and recall and notes_state(_before_turn(messages)) == "absent":
             return f"[offline model] I have nothing in memory about {recall['topic'].strip()}."
         return None
-    if recall:
+    if fact is None and recall:
         opened = next((r for r in results if r.name == "open_memory"), None)
         if opened is None or opened.is_error:
             return f"[offline model] I have nothing in memory about {recall['topic'].strip()}."
@@ -179,7 +211,7 @@ def answer(messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> str | 
             return f"[offline model] My memory '{NOTE_NAME}' says nothing about {recall['topic'].strip()}."
         return "[offline model] From memory: " + " ".join(ln.lstrip("- ") for ln in lines)
     last = results[-1]
-    if _REMEMBER.search(said) and last.name == "close_memory" and not last.is_error:
+    if fact and last.name == "close_memory" and not last.is_error:
         return f"[offline model] Saved to memory '{NOTE_NAME}'."
     outcome = "refused" if last.is_error else "answered"
     return f"[offline model] {last.name} {outcome}: {last.content[:200]}"
