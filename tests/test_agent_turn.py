@@ -136,10 +136,10 @@ def test_it_remembers_and_recalls_offline_on_plain_cues(client: Client, thread: 
     assert resp.json()["assistantMessage"]["content"] == "[offline model] Saved to memory 'notes'."
     note = MemoryNote.objects.get(thread=thread, name="notes")
     assert (note.description, note.content, note.is_open) == (
-        "Things the user asked me to remember", "- my sister is called Ada", False,
+        "Things the user asked me to remember", "- your sister is called Ada", False,
     )
     resp = post_chat(client, thread, {"content": "What do you know about my sister?"})
-    assert resp.json()["assistantMessage"]["content"] == "[offline model] From memory: my sister is called Ada"
+    assert resp.json()["assistantMessage"]["content"] == "[offline model] From memory: your sister is called Ada"
     calls = [m.metadata["toolCall"]["name"] for m in Message.objects.filter(thread=thread, role="assistant")
              if m.metadata and "toolCall" in m.metadata]
     # The first note is created by close_memory directly (its input showed no memory

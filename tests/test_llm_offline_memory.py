@@ -4,9 +4,17 @@ input shows before writing it, and recovers when its input hid one."""
 
 from __future__ import annotations
 
+import pytest
+
 from memoryapp import notes
 from memoryapp.llm.offline import OfflineModel
-from memoryapp.llm.offline_memory import ASK_WHAT, NOTE_DESCRIPTION, notes_state, to_remember
+from memoryapp.llm.offline_memory import (
+    ASK_WHAT,
+    NOTE_DESCRIPTION,
+    in_second_person,
+    notes_state,
+    to_remember,
+)
 from memoryapp.llm.offline_reply import REPLY_OPENING
 from memoryapp.llm.port import ChatMessage, ToolCall, ToolResult
 from memoryapp.models import MemoryNote
@@ -37,7 +45,7 @@ def test_a_first_remember_creates_the_note_with_one_close_memory() -> None:
 
     assert calls == (
         ToolCall("close_memory", {"name": "notes", "description": NOTE_DESCRIPTION,
-                                  "content": "- my sister is called Ada"}, "offline-close_memory"),
+                                  "content": "- your sister is called Ada"}, "offline-close_memory"),
     )
     assert text == ""
 
@@ -72,14 +80,14 @@ def test_it_follows_the_notes_calls_in_its_history() -> None:
 def test_a_create_refused_because_the_input_hid_the_note_opens_then_writes_it() -> None:
     said = ChatMessage("user", "Remember that my sister is called Ada.")
     refused = _exchange(
-        "close_memory", {"name": "notes", "description": NOTE_DESCRIPTION, "content": "- my sister is called Ada"},
+        "close_memory", {"name": "notes", "description": NOTE_DESCRIPTION, "content": "- your sister is called Ada"},
         "Error: memory 'notes' is closed, and a closed memory cannot be written unseen.", error=True,
     )
     opened = _exchange("open_memory", {"name": "notes"}, "- I live in Oslo")
 
     assert _reply([said, *refused])[0] == (ToolCall("open_memory", {"name": "notes"}, "offline-open_memory"),)
     assert _reply([said, *refused, *opened])[0] == (
-        ToolCall("close_memory", {"name": "notes", "content": "- I live in Oslo\n- my sister is called Ada"},
+        ToolCall("close_memory", {"name": "notes", "content": "- I live in Oslo\n- your sister is called Ada"},
                  "offline-close_memory"),
     )
     saved = _exchange("close_memory", {"name": "notes"}, "Saved memory 'notes' and closed it.")
@@ -136,5 +144,38 @@ def test_it_keeps_the_statement_of_any_request_and_not_the_request() -> None:
         "my sister is Mara. She is 30.", None, "",
     ]
     assert _reply([ChatMessage("user", "I'm allergic to peanuts. Remember that!")])[0] == _created(
-        "- I'm allergic to peanuts"
+        "- You're allergic to peanuts"
+    )
+
+
+@pytest.mark.parametrize(
+    ("said", "told"),
+    [
+        ("my sister is called Mara", "your sister is called Mara"),
+        ("My sister is called Mara", "Your sister is called Mara"),
+        ("I'm vegan and I was born in Lyon", "You're vegan and you were born in Lyon"),
+        ("I am tired but mine is fine and I\u2019ll rest", "You are tired but yours is fine and you'll rest"),
+        ("I've told myself my mom loves me", "You've told yourself your mom loves you"),
+        ("I'd like tea. My mum would too", "You'd like tea. Your mum would too"),
+        ("you promised me a cake", "I promised you a cake"),
+        ("my sister likes you and your jokes", "your sister likes me and my jokes"),
+        ("you're the best, yours is mine", "I'm the best, mine is yours"),
+        ("Mara said that you were right", "Mara said that I was right"),
+        ("Lyon is where Mara lives", "Lyon is where Mara lives"),
+    ],
+)
+def test_it_says_the_users_words_back_in_the_second_person(said: str, told: str) -> None:
+    assert in_second_person(said) == told
+
+
+def test_its_note_and_its_answer_speak_to_the_user() -> None:
+    said = ChatMessage("user", "remember that my sister is called Mara and I'm her only brother")
+    assert _reply([said])[0] == _created("- your sister is called Mara and you're her only brother")
+    note = "- your sister is called Mara and you're her only brother"
+    asked = [_block(open_notes=False), ChatMessage("user", "what do you know about Mara")]
+    opened = _exchange("open_memory", {"name": "notes"}, note)
+    closed = _exchange("close_memory", {"name": "notes"}, "Closed memory 'notes'.")
+
+    assert _reply([*asked, *opened, *closed]) == (
+        (), "[offline model] From memory: your sister is called Mara and you're her only brother",
     )

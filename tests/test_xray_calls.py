@@ -20,7 +20,7 @@ from tests.test_chat import post_chat
 
 REMEMBER = "Remember that my sister is called Ada."
 CREATE = {"name": "notes", "description": "Things the user asked me to remember",
-          "content": "- my sister is called Ada"}
+          "content": "- your sister is called Ada"}
 
 
 @pytest.fixture

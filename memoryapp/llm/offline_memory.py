@@ -10,7 +10,9 @@ says so and the tools are offered:
   no memory ``notes``, ``close_memory`` creating it (a description and ``- <fact>``), as
   the tool's description says a new memory is made; when it shows one,
   ``open_memory({"name": "notes"})`` and then ``close_memory`` writing it back with
-  ``- <fact>`` added. Then a text reply saying it was saved. A request with nothing to
+  ``- <fact>`` added. Then a text reply saying it was saved. The fact is written as the
+  assistant would say it back (in_second_person: "my sister is Mara" -> "your sister is
+  Mara"), so the recall reply below quotes it naturally. A request with nothing to
   remember ("remember that", "please remember!") calls nothing and asks what to remember;
   a sentence that only mentions remembering ("I remember my first car") is no cue.
 - **"what do you know about <topic>"**: when its input shows no memory ``notes``, a text
@@ -63,6 +65,46 @@ def to_remember(said: str) -> str | None:
             before = " ".join(parts[:i])
             return before if names_something(before) else ""
     return None
+
+
+# The speaker's words and the listener's, each said by the other: "my" is "your" once
+# the assistant says it back. "you" is "I" as a subject (opening the text or a clause),
+# else "me"; a verb agreeing with "I"/"you" changes with it ("I am" -> "you are").
+_SWAPS = {
+    "i am": "you are", "i was": "you were", "i'm": "you're", "i've": "you've", "i'd": "you'd",
+    "i'll": "you'll", "i": "you", "me": "you", "my": "your", "mine": "yours", "myself": "yourself",
+    "you are": "I am", "you were": "I was", "you're": "I'm", "you've": "I've", "you'd": "I'd",
+    "you'll": "I'll", "your": "my", "yours": "mine", "yourself": "myself",
+}
+_PERSON = re.compile(
+    r"(?<![\w'\u2019])(?:I am|I was|you are|you were|I['\u2019](?:m|ve|d|ll)|you['\u2019](?:re|ve|d|ll)|"
+    r"I|me|my|mine|myself|you|your|yours|yourself)(?![\w'\u2019])",
+    re.IGNORECASE,
+)
+_CLAUSE_OPENING = re.compile(
+    r"(?:^|[.!?;:,]|\b(?:that|and|but|or|because|so|when|if|while|since|though|although))\s*$",
+    re.IGNORECASE,
+)
+_SENTENCE_OPENING = re.compile(r"(?:^|[.!?])\s*$")
+
+
+def in_second_person(text: str) -> str:
+    """``text``, the user's words, as the assistant says them back to the user: first
+    person to second ("my sister" -> "your sister", "I'm" -> "you're", "I am" -> "you
+    are", "me"/"mine"/"myself" -> "you"/"yours"/"yourself") and second to first ("your"
+    -> "my", "you" -> "I" as a subject, else "me"). A word opening a sentence stays
+    capitalised, "I" always is; other words are as written."""
+
+    def swap(match: re.Match[str]) -> str:
+        said = match.group(0)
+        before = text[: match.start()]
+        key = " ".join(said.lower().replace("\u2019", "'").split())
+        out = ("I" if _CLAUSE_OPENING.search(before) else "me") if key == "you" else _SWAPS[key]
+        if _SENTENCE_OPENING.search(before) and said[:1].isupper():
+            return out[:1].upper() + out[1:]
+        return out
+
+    return _PERSON.sub(swap, text)
 
 
 def _turn(messages: Sequence[ChatMessage]) -> tuple[str, list[ToolResult]]:
@@ -140,7 +182,7 @@ def _call(tool: str, /, **arguments: str) -> ToolCall:
 
 
 def _remember(fact: str, results: list[ToolResult], *, known: str) -> ToolCall | None:
-    line = f"- {fact.strip().rstrip('.')}"
+    line = f"- {in_second_person(fact.strip().rstrip('.'))}"
     if not results:
         if known == "absent":
             return _call("close_memory", name=NOTE_NAME, description=NOTE_DESCRIPTION, content=line)

@@ -78,7 +78,7 @@ def test_it_defines_an_agent_remembers_offline_and_ends_on_the_memories_surface(
     note = page.get_by_test_id("note")
     expect(note).to_have_count(1)
     expect(note).to_have_attribute("data-open", "false")
-    expect(note.get_by_test_id("note-content")).to_have_text("- my sister is called Ada")
+    expect(note.get_by_test_id("note-content")).to_have_text("- your sister is called Ada")
     expect(note.get_by_test_id("note-version")).to_have_count(1)
     expect(note.get_by_test_id("version-author")).to_have_text("agent (tool)")
 
@@ -93,7 +93,7 @@ def test_it_defines_an_agent_remembers_offline_and_ends_on_the_memories_surface(
     # The offline model created the note with one close_memory, no failed open first.
     expect(calls.nth(0)).to_have_attribute("data-error", "false")
     expect(calls.nth(0).get_by_test_id("tool-name")).to_have_text("close_memory")
-    assert re.search(r"my sister is called Ada", calls.nth(0).get_by_test_id("tool-arguments").inner_text())
+    assert re.search(r"your sister is called Ada", calls.nth(0).get_by_test_id("tool-arguments").inner_text())
     expect(calls.nth(1).get_by_test_id("tool-name")).to_have_text("open_memory")
     assert seen.dialogs == [] and seen.errors == []
 
