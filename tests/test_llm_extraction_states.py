@@ -82,6 +82,11 @@ def _stored(project: Project, clock: Clock, before: tuple[str, ...], after: tupl
             "I don't have my car anymore.",
             [("The user doesn't have the user's car anymore.", "stance on my car", "stopped", ("car",), "")],
         ),
+        # "we" includes the speaker.
+        (
+            "We don't have the boat anymore.",
+            [("The user and others don't have the boat anymore.", "", "", _OWNED, "boat")],
+        ),
         # No change said ("anymore", "no longer"), no possession named, a stance: nothing ends.
         ("I'm not allergic to dogs.", [("The user is not allergic to dogs.", "", "", (), "")]),
         ("I don't drive a Tesla.", [("The user doesn't drive a Tesla.", "", "", (), "")]),
@@ -122,6 +127,11 @@ def test_a_present_state_said_to_be_over_names_what_it_ends(
         ),
         (("I'm diabetic.",), ("I'm not diabetic anymore.",), {"The user is not diabetic anymore."}),
         (("I drive a Honda Civic.",), ("I don't have my car anymore.",), {"The user doesn't have the user's car anymore."}),
+        (
+            ("I have a boat.", "I have a camper van."),
+            ("We don't have the boat anymore.",),
+            {"The user has a camper van.", "The user and others don't have the boat anymore."},
+        ),
         # What names no current fact ends none.
         (
             ("I'm allergic to cats.", "I have a dog."),

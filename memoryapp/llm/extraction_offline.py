@@ -2572,9 +2572,10 @@ def _ending(clause: str, attribute: str, value: str) -> tuple[tuple[str, ...], s
 
 
 # A present state said to be over: "I'm no longer X", "I'm not X anymore", "I no longer
-# <verb> X", "I don't <verb> X any more" (no "anymore", no change: "I'm not allergic to dogs").
+# <verb> X", "I don't <verb> X any more", "we don't have X anymore" (no "anymore", no
+# change: "I'm not allergic to dogs").
 _NO_LONGER = re.compile(
-    r"\bI(?P<be>'m| am)? (?:no longer|(?:not|don't|do not|dont)(?=[^,;.!?]*\b(?:anymore|any more|any longer)\b))"
+    r"\b(?:I|we)(?P<be>'m| am|'re| are)? (?:no longer|(?:not|don't|do not|dont)(?=[^,;.!?]*\b(?:anymore|any more|any longer)\b))"
     r"(?: (?:really|even|actually))? ",
     re.IGNORECASE,
 )
@@ -2603,7 +2604,9 @@ def _ended_state(clause: str) -> tuple[str, tuple[str, ...], str] | None:
     match = _NO_LONGER.search(clause)
     if match is None:
         return None
-    positive = f"I{match.group('be') or ''} {_ANYMORE_WORDS.sub('', clause[match.end() :])}"
+    # "we" includes the speaker: what "we" no longer have, the speaker no longer has.
+    be = "'m" if match.group("be") else ""
+    positive = f"I{be} {_ANYMORE_WORDS.sub('', clause[match.end() :])}"
     had = _NO_LONGER_HAD.match(positive)
     if had is not None:
         thing = clean_value(had.group("value"))
