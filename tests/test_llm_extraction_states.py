@@ -324,3 +324,21 @@ def test_a_language_no_longer_spoken_ends_alone(project: Project, clock: Clock) 
         ("I speak English and Spanish.", "I'm learning Japanese."),
         ("I don't speak Spanish anymore.",),
     ) == {"The user speaks English.", "The user is learning Japanese.", "The user doesn't speak Spanish anymore."}
+
+
+@pytest.mark.parametrize(
+    ("content", "subject", "attribute", "value"),
+    [
+        ("Priya no longer has a cat.", "Priya", "stance on having a cat", "stopped"),
+        ("My brother no longer owns a car.", "user's brother", "stance on owning a car", "stopped"),
+        ("Priya no longer eats meat.", "Priya", "stance on meat", "stopped"),
+    ],
+)
+def test_someone_elses_verb_after_an_adverb_is_read_in_its_own_person(
+    content: str, subject: str, attribute: str, value: str
+) -> None:
+    """"Priya no longer has a cat" is read as "I no longer have a cat" of Priya: the
+    adverb before the verb is no verb ("stance on hasing a cat" before)."""
+    message = TranscriptMessage(sequence_number=1, role="user", content=content, created_at=WHEN)
+    facts = extract_episode([message]).facts
+    assert [(f.subject, f.attribute, f.value) for f in facts] == [(subject, attribute, value)]

@@ -2268,7 +2268,7 @@ _GROUPS = frozenset(
 _NAMED_SUBJECT = re.compile(
     rf"^(?:(?i:(?:my|our) {_ADJ}(?P<attr>{_RELATION_WORDS}))(?:,? (?P<relative>{_NAME}),?)?"
     rf"|(?i:(?:my|our) {_ADJ}(?P<group>{'|'.join(sorted(_GROUPS, key=len, reverse=True))}))"
-    rf"|(?!I\b|I')(?P<name>{_NAME}))(?P<adv>(?: (?:now|currently|still|also|just|recently|finally|both|all))*)"
+    rf"|(?!I\b|I')(?P<name>{_NAME}))(?P<adv>(?: (?:now|currently|still|also|just|recently|finally|both|all|no longer|never|always|usually|often|sometimes|rarely|seldom|already|really|actually|even|only))*)"
     r"(?P<verb>'s|\s+[a-z]+)\b(?!')"
 )
 # Words after a name that are no verb: the name is not the clause's subject alone.
