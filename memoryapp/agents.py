@@ -164,7 +164,10 @@ def _over_budget_message(
 ) -> str:
     closed = sum(1 for found in large.values() for n in found if not n["isOpen"])
     opened = sum(1 for found in large.values() for n in found if n["isOpen"])
-    crowded = sum(1 for h in held.values() if h > budget)
+    # Threads over it together, not already named by an open note over it on its own.
+    crowded = sum(
+        1 for t, h in held.items() if h > budget and not any(n["isOpen"] for n in large.get(t, []))
+    )
     parts = []
     if closed:
         parts.append(
@@ -184,7 +187,7 @@ def _over_budget_message(
         )
     return (
         f"maxOpenTokens {budget} is below what {_count(len(over), 'thread', 'threads')} of this "
-        f"agent {'holds' if len(over) == 1 else 'hold'}: {'; '.join(parts)}. Nothing was changed."
+        f"agent {'holds' if len(over) == 1 else 'hold'}: {'; '.join(parts)}. The notes were left as they are."
     )
 
 

@@ -144,6 +144,11 @@ def _fmt(n: int) -> str:
     return f"{n:,}"
 
 
+def _tokens(n: int) -> str:
+    """``n`` tokens as a tool's message says it: "1 token", "1,234 tokens"."""
+    return f"{_fmt(n)} {'token' if n == 1 else 'tokens'}"
+
+
 # --- the tools ----------------------------------------------------------------------------
 
 
@@ -199,7 +204,7 @@ def _open(thread: Thread, agent: Agent, name: str) -> ToolOutcome:
     budget = int(agent.max_open_tokens or 0)
     if note.tokens > budget:
         return _error(
-            f"Error: memory '{name}' is {_fmt(note.tokens)} tokens, more than maxOpenTokens "
+            f"Error: memory '{name}' is {_tokens(note.tokens)}, more than maxOpenTokens "
             f"{_fmt(budget)} on its own, so it cannot be opened: closing other memories would "
             f"not make room. {_stranded(note, budget)}"
         )
@@ -208,10 +213,10 @@ def _open(thread: Thread, agent: Agent, name: str) -> ToolOutcome:
     )
     held = sum(t for _, t in open_notes)
     if held + note.tokens > budget:  # so something is open: the note alone fits
-        listing = ", ".join(f"{n} ({_fmt(t)} tokens)" for n, t in open_notes)
+        listing = ", ".join(f"{n} ({_tokens(t)})" for n, t in open_notes)
         return _error(
-            f"Error: opening '{name}' ({_fmt(note.tokens)} tokens) would bring your open "
-            f"memories to {_fmt(held + note.tokens)} tokens, over maxOpenTokens "
+            f"Error: opening '{name}' ({_tokens(note.tokens)}) would bring your open "
+            f"memories to {_tokens(held + note.tokens)}, over maxOpenTokens "
             f"{_fmt(budget)}. Close one of these first with close_memory: {listing}."
         )
     note.is_open = True
@@ -266,7 +271,7 @@ def _content_error(agent: Agent, content: str) -> str | None:
     budget = int(agent.max_open_tokens or 0)
     if tokens > budget:
         return (
-            f"Error: the content is {_fmt(tokens)} tokens, over maxOpenTokens "
+            f"Error: the content is {_tokens(tokens)}, over maxOpenTokens "
             f"{_fmt(budget)}, so it could never be opened again. Shorten it, or split it "
             "into several memories."
         )
@@ -299,7 +304,7 @@ def _close(thread: Thread, agent: Agent, name: str, arguments: dict[str, Any]) -
         if note.tokens > budget:
             return _error(
                 f"Error: memory '{name}' is closed, and a closed memory cannot be written unseen; "
-                f"at {_fmt(note.tokens)} tokens it is over maxOpenTokens {_fmt(budget)} on its own, "
+                f"at {_tokens(note.tokens)} it is over maxOpenTokens {_fmt(budget)} on its own, "
                 f"so it cannot be opened either. {_stranded(note, budget)}"
             )
         return _error(
@@ -319,9 +324,9 @@ def _close(thread: Thread, agent: Agent, name: str, arguments: dict[str, Any]) -
         # Open when the budget was lowered under it: closed as it is, it could never be
         # opened again (nor deleted, which needs it open).
         problem = (
-            f"Error: memory '{name}' is {_fmt(note.tokens)} tokens, over maxOpenTokens "
+            f"Error: memory '{name}' is {_tokens(note.tokens)}, over maxOpenTokens "
             f"{_fmt(budget)}, so once closed it could never be opened again. Close it with a "
-            f"shorter content (at most {_fmt(budget)} tokens), or delete it with delete_memory "
+            f"shorter content (at most {_tokens(budget)}), or delete it with delete_memory "
             "while it is open."
         )
     new_bytes = note_bytes(name, new_description, new_content)
@@ -359,7 +364,7 @@ def _delete(thread: Thread, agent: Agent, name: str) -> ToolOutcome:
         if note.tokens > budget:
             return _error(
                 f"Error: memory '{name}' is closed; nothing is deleted unseen, and at "
-                f"{_fmt(note.tokens)} tokens it is over maxOpenTokens {_fmt(budget)} on its own, "
+                f"{_tokens(note.tokens)} it is over maxOpenTokens {_fmt(budget)} on its own, "
                 f"so it cannot be opened. {_stranded(note, budget)}"
             )
         return _error(

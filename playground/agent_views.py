@@ -242,5 +242,8 @@ def _memories_context(thread: Thread, agent: Agent | None) -> dict[str, Any]:
         "deleted": [(name, vs) for name, vs in versions.items() if name not in {n.name for n in note_rows}],
         "open_tokens": open_tokens, "max_open_tokens": max_open,
         "open_percent": _percent(open_tokens, max_open),
+        # The gauge turns amber past 80% and red past the budget (a lowered maxOpenTokens).
+        "open_low": max_open * 4 // 5 if max_open else None,
+        "open_over": max_open is not None and open_tokens > max_open,
         "store_bytes": store, "cap_bytes": cap, "store_percent": _percent(store, cap),
     }

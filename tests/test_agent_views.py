@@ -303,5 +303,23 @@ def test_lowering_max_open_tokens_from_the_form_warns_of_the_notes_left_over_it(
         ("flash__item flash__item--success", "Agent dm saved."),
         ("flash__item flash__item--warning",
          "maxOpenTokens 100 is below what 1 thread of this agent holds: 1 closed note is larger than it on "
-         "its own and cannot be opened (nor so written or deleted) until it is raised again. Nothing was changed."),
+         "its own and cannot be opened (nor so written or deleted) until it is raised again. The notes were left as they are."),
     ]
+
+
+def test_the_memories_gauge_warns_when_open_notes_pass_a_lowered_budget(world: World) -> None:
+    thread = agent_thread(world)
+    call(thread, "close_memory", name="quest", description="Quest", content="Find the key. " * 20)
+    call(thread, "open_memory", name="quest")
+    client = world.client(world.member)
+    page = tree(client.get(url("playground:memories", world.project, thread.pk)))
+    assert page.by_testid("open-over") == []
+    assert (page.by_testid("open-gauge")[0].attrs["low"], page.by_testid("open-gauge")[0].attrs["high"]) == ("800", "1000")
+
+    held = notes.MemoryNote.objects.get(name="quest").tokens
+    Agent.objects.filter(name="dm").update(max_open_tokens=held - 1)
+    page = tree(client.get(url("playground:memories", world.project, thread.pk)))
+    [warning] = page.by_testid("open-over")
+    assert warning.full_text().startswith("Over the budget: maxOpenTokens was lowered below what is open.")
+    low = (held - 1) * 4 // 5
+    assert (page.by_testid("open-gauge")[0].attrs["low"], page.by_testid("open-gauge")[0].attrs["high"]) == (str(low), str(low))

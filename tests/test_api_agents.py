@@ -425,8 +425,7 @@ def test_lowering_max_open_tokens_under_the_notes_warns_and_says_what_it_strands
         }],
         "message": "maxOpenTokens 100 is below what 1 thread of this agent holds: 1 closed note is larger "
         "than it on its own and cannot be opened (nor so written or deleted) until it is raised again; "
-        "1 open note is larger than it and must be shortened before being closed; 1 thread holds open "
-        "notes that together pass it (they stay open until the agent closes them). Nothing was changed.",
+        "1 open note is larger than it and must be shortened before being closed. The notes were left as they are.",
     }
     # GET is the agent alone, as before.
     assert "overBudget" not in api.get(f"{AGENTS}/dm3").json()
@@ -449,7 +448,7 @@ def test_lowering_max_open_tokens_under_the_notes_warns_and_says_what_it_strands
         False, "Saved new memory 'c' (closed).",
     )
     assert result_of(api, thread_id, "open_memory", name="c") == (True, (
-        "Error: opening 'c' (1 tokens) would bring your open memories to 811 tokens, over "
+        "Error: opening 'c' (1 token) would bring your open memories to 811 tokens, over "
         "maxOpenTokens 100. Close one of these first with close_memory: a (810 tokens)."
     ))
     assert result_of(api, thread_id, "close_memory", name="a") == (True, (
@@ -476,7 +475,7 @@ def test_lowering_max_open_tokens_under_the_notes_warns_and_says_what_it_strands
         "threads": [{"threadId": thread_id, "openTokens": 1, "notes": [{"name": "b", "tokens": 810, "isOpen": False}]}],
         "message": "maxOpenTokens 100 is below what 1 thread of this agent holds: 1 closed note is larger "
         "than it on its own and cannot be opened (nor so written or deleted) until it is raised again. "
-        "Nothing was changed.",
+        "The notes were left as they are.",
     }
 
     # Raised again, b opens and can be deleted; nothing is over any more.
@@ -496,8 +495,32 @@ def test_an_over_budget_warning_counts_every_thread_and_lists_the_oldest(api: Ap
     assert body["message"] == (
         "maxOpenTokens 500 is below what 3 threads of this agent hold: 3 closed notes are larger than "
         "it on their own and cannot be opened (nor so written or deleted) until it is raised again; "
-        "3 open notes are larger than it and must be shortened before being closed; 3 threads hold "
-        "open notes that together pass it (they stay open until the agent closes them). Nothing was changed."
+        "3 open notes are larger than it and must be shortened before being closed. The notes were left as they are."
     )
     # Memory turned off: no budget, no warning.
     assert put(api, "dm3", {"compaction": {"type": "summarize", "maxTokens": 8000}}).json()["overBudget"] is None
+
+
+def test_an_over_budget_warning_names_threads_whose_open_notes_pass_it_only_together(api: Api) -> None:
+    """Two open notes, each under the lowered budget, over it together: the thread is named
+    once, as holding open notes that together pass it; no note is over it on its own."""
+    body = {"memory": {"maxOpenTokens": 1000}, "compaction": {"type": "summarize", "maxTokens": 8000}}
+    assert put(api, "dm3", body).status_code == 201
+    thread_id = str(api.create_thread(agent="dm3")["threadId"])
+    half = " ".join(["harbour"] * 150)
+    for name in ("a", "b"):
+        assert not tool(api, thread_id, "close_memory", name=name, description=name.upper(), content=half).json()["isError"]
+        assert not tool(api, thread_id, "open_memory", name=name).json()["isError"]
+    store = api.get(f"{BASE}/threads/{thread_id}/notes").json()
+    each = store["notes"][0]["tokens"]
+    assert store["openTokens"] == 2 * each and 2 * each < 1000
+
+    warning = lower(api, each + 1).json()["overBudget"]
+
+    assert warning == {
+        "maxOpenTokens": each + 1, "threadCount": 1,
+        "threads": [{"threadId": thread_id, "openTokens": 2 * each, "notes": []}],
+        "message": f"maxOpenTokens {each + 1} is below what 1 thread of this agent holds: 1 thread holds "
+        "open notes that together pass it (they stay open until the agent closes them). The notes were "
+        "left as they are.",
+    }
