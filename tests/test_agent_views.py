@@ -172,6 +172,10 @@ def test_it_shows_each_tool_call_with_arguments_result_and_error(world: World) -
         ("close_memory", "false"), ("close_memory", "true"),
     ]
     assert '"content": "Find the key."' in calls[0].by_testid("tool-arguments")[0].full_text()
+    # A call's arguments (a whole note's content) fold like its result, each under its own id.
+    arguments = [c.by_testid("tool-arguments")[0] for c in calls]
+    assert len({a.attrs["id"] for a in arguments}) == 2
+    assert all(a.attrs["id"].endswith("-arguments") and "data-clamp" in a.attrs for a in arguments)
     assert calls[0].by_testid("tool-result")[0].full_text() == "Saved new memory 'quest' (closed)."
     assert calls[1].by_testid("tool-result")[0].full_text().startswith("Error: memory 'quest' is closed")
     assert len(calls[1].by_testid("tool-error")) == 1
