@@ -11,7 +11,7 @@ import pytest
 
 from memoryapp.llm.extraction_offline import extract_episode
 from memoryapp.llm.port import TranscriptMessage
-from memoryapp.llm.remember_cue import names_something, remembered
+from memoryapp.llm.remember_cue import names_something, remembered, unlabelled
 
 WHEN = datetime(2026, 3, 11, 15, 30, tzinfo=UTC)
 
@@ -130,3 +130,61 @@ def test_a_sentence_that_only_mentions_remembering_keeps_its_fact() -> None:
         "Remember that time the user went to Rome."
     ]
     assert _extracted("Remember that!") == []
+
+
+@pytest.mark.parametrize(
+    ("labelled", "bare"),
+    [
+        ("Remember: I work at IBM", "I work at IBM"),
+        ("Reminder: I am vegan", "I am vegan"),
+        ("Important: I live in Oslo", "I live in Oslo"),
+        ("Note: my sister is called Mara.", "My sister is called Mara."),
+        ("PS: I sold my Tesla.", "I sold my Tesla."),
+        ("P.S.: we adopted a cat named Pixel last year.", "We adopted a cat named Pixel last year."),
+        ("FYI: I drive a Honda Civic.", "I drive a Honda Civic."),
+        ("N.B.: I'm allergic to cats.", "I'm allergic to cats."),
+        ("Side note: I grew up in Nairobi.", "I grew up in Nairobi."),
+        ("I love hiking. Reminder: I work at Globex Corp.", "I love hiking. I work at Globex Corp."),
+    ],
+)
+def test_extraction_of_a_labelled_statement_is_the_bare_statements(labelled: str, bare: str) -> None:
+    facts = _extracted(labelled)
+
+    assert facts and facts == _extracted(bare)
+
+
+def test_a_remember_label_names_no_speaker() -> None:
+    episode = extract_episode([TranscriptMessage(
+        sequence_number=1, role="user", created_at=WHEN, content="Remember: I work at IBM",
+    )])
+
+    assert [(f.subject, f.text, f.entities) for f in episode.facts] == [
+        ("user", "The user works at IBM.", ("user", "IBM")),
+    ]
+    assert [e.name for e in episode.entities] == ["user", "IBM"]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "statement"),
+    [
+        ("Reminder: I'm vegan.", "I'm vegan."),
+        ("PS: my sister lives in Oslo", "my sister lives in Oslo"),
+        ("Quick update:  we moved to Lyon", "we moved to Lyon"),
+        # A label naming whose or which thing is part of what is said.
+        ("My address: 12 Rue X", None),
+        ("My wife: I met her in 2010.", None),
+        ("The plan: I fly on Friday.", None),
+        # What follows is no statement of the speaker's.
+        ("Dinner: pasta with Mara.", None),
+        ("Important: call the bank", None),
+        ("Meeting at 10:30 I think", None),
+        ("I'm vegan.", None),
+    ],
+)
+def test_a_label_opening_the_speakers_statement_is_dropped(sentence: str, statement: str | None) -> None:
+    assert unlabelled(sentence) == statement
+
+
+def test_a_label_naming_its_thing_keeps_its_fact() -> None:
+    assert [f[0] for f in _extracted("My address: 12 Rue X")] == ["The user's address: 12 Rue X."]
+    assert [f[0] for f in _extracted("Mara: I live in Oslo")] == ["Mara lives in Oslo."]

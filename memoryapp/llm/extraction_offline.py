@@ -137,7 +137,7 @@ from memoryapp.llm.port import (
     TranscriptMessage,
     Usage,
 )
-from memoryapp.llm.remember_cue import remembered
+from memoryapp.llm.remember_cue import remembered, unlabelled
 from memoryapp.tokens import count_tokens
 
 
@@ -189,7 +189,7 @@ _LABEL = re.compile(
 _NOT_SPEAKERS = frozenset(
     _words(
         "note ps p.s re update edit correction summary warning important reminder todo tip fyi q a "
-        "question answer example step"
+        "question answer example step nb n.b pps p.p.s"
     )
 )
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -1115,6 +1115,8 @@ def speaker_of(message: TranscriptMessage) -> tuple[str | None, str]:
         and match.group("name").lower().rstrip(".") not in _NOT_SPEAKERS
         # "Btw: ...", "Big News: ..." open a statement; they name nobody.
         and not re.fullmatch(_MARKER, match.group("name"), re.IGNORECASE)
+        # Nor does a request to remember ("Remember: ...", "Don't Forget: ...").
+        and remembered(match.group(0)) is None
     ):
         return match.group("name"), message.content[match.end() :]
     return (USER if message.role == "user" else None), message.content
@@ -1187,11 +1189,15 @@ def sentences(text: str) -> list[list[str]]:
 def _unrequested(sentence: str) -> str:
     """``sentence`` without a request to remember it, opening (after discourse markers)
     or closing it: "Oh, remember that my sister is Mara" reads as "my sister is Mara"
-    (memoryapp.llm.remember_cue.remembered); a request naming nothing leaves nothing."""
+    (memoryapp.llm.remember_cue.remembered); a request naming nothing leaves nothing.
+    Nor with a label opening the speaker's statement ("Reminder: I'm vegan" reads as
+    "I'm vegan": memoryapp.llm.remember_cue.unlabelled)."""
     statement = remembered(sentence)
     if statement is None:
         opened = _LEADING_CONJUNCTION.sub("", strip_discourse(sentence))
         statement = remembered(opened) if opened != sentence else None
+    if statement is None:
+        statement = unlabelled(sentence)
     return sentence if statement is None else statement
 
 

@@ -21,6 +21,12 @@ offline model writes it alone into its note (memoryapp.llm.offline_memory).
   full stop.
 - **Empty.** A request with nothing to keep ("remember that", "please remember!",
   "remember this for me, thanks") is the empty statement.
+- **Labels.** A label of a word or two and a colon opening a sentence ("Reminder: I'm
+  vegan", "Important: I live in Oslo", "PS: ...", "Side note: ...") says as little about
+  the user when what follows is a statement of the speaker's own (opening with "I", "my",
+  "we", "our"): offline extraction reads that statement alone (unlabelled). A label that
+  names whose or what it is ("My address: 12 Rue X", "My wife: she's a nurse") or what
+  follows no such statement ("Dinner: pasta") keeps the sentence as written.
 """
 
 from __future__ import annotations
@@ -77,6 +83,18 @@ _FILLER = frozenset(
 )
 _FILLER_PHRASE = re.compile(r"\b(?:thank you|for me)\b", re.IGNORECASE)
 _WORD = re.compile(r"[\w']+")
+# A label of a word or two (letters, no digits) and a colon opening a sentence.
+_LABEL = re.compile(r"^\s*(?P<label>[^\W\d_][\w.'-]*(?:\s+[^\W\d_][\w.'-]*)?)\s*:\s+(?=\S)")
+# Label words that say whose or which thing is meant ("My address:", "The plan:"): the
+# label is part of what the sentence says.
+_DETERMINERS = frozenset(
+    [
+        "my", "our", "your", "his", "her", "their", "its", "the", "a", "an", "this", "that", "these",
+        "those", "mine", "ours", "someone",
+    ]
+)
+# A statement of the speaker's own: its subject is the speaker.
+_OWN_STATEMENT = re.compile(r"(?:I(?:'m|'ve|'d|'ll)?|my|we(?:'re|'ve|'d|'ll)?|our)\s+\w", re.IGNORECASE)
 # A word every request has: most sentences have none and are passed over at once.
 _CUES = (
     "remember", "memori", "note", "forget", "mind", "write", "fyi", "f.y.i", "information", "record",
@@ -110,6 +128,19 @@ def remembered(sentence: str) -> str | None:
     if match["asked"] and rest.endswith("?"):
         rest = rest.rstrip("?").rstrip() + "."
     return rest
+
+
+def unlabelled(sentence: str) -> str | None:
+    """``sentence`` without a label of a word or two and a colon opening it when what
+    follows is the speaker's own statement (the module docstring's **Labels**):
+    "Reminder: I'm vegan." -> "I'm vegan.", "PS: my sister lives in Oslo" -> "my sister
+    lives in Oslo"; None when no such label opens it ("My address: 12 Rue X", "Dinner:
+    pasta", "I'm vegan."). One sentence in, the statement kept as written."""
+    match = _LABEL.match(sentence)
+    if match is None or match["label"].split()[0].lower() in _DETERMINERS:
+        return None
+    rest = sentence[match.end() :].strip()
+    return rest if _OWN_STATEMENT.match(rest) else None
 
 
 def _opens_statement(request: re.Match[str], rest: str) -> bool:
