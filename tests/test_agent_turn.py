@@ -130,7 +130,7 @@ def test_it_offers_no_tools_to_a_thread_without_a_memory_agent(
 def test_it_remembers_and_recalls_offline_on_plain_cues(client: Client, thread: Thread) -> None:
     resp = post_chat(client, thread, {"content": "What do you know about my sister?"})
     # No memory yet, and its input shows none: it says so without a tool call.
-    assert resp.json()["assistantMessage"]["content"] == "[offline model] I have nothing in memory about my sister."
+    assert resp.json()["assistantMessage"]["content"] == "[offline model] I have nothing in memory about your sister."
     resp = post_chat(client, thread, {"content": "Remember that my sister is called Ada."})
     assert resp.status_code == 201, resp.content
     assert resp.json()["assistantMessage"]["content"] == "[offline model] Saved to memory 'notes'."

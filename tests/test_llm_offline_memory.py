@@ -97,7 +97,7 @@ def test_a_create_refused_because_the_input_hid_the_note_opens_then_writes_it() 
 def test_asked_what_it_knows_with_no_note_it_says_so_without_a_call() -> None:
     calls, text = _reply([ChatMessage("user", "What do you know about my sister?")])
 
-    assert (calls, text) == ((), "[offline model] I have nothing in memory about my sister.")
+    assert (calls, text) == ((), "[offline model] I have nothing in memory about your sister.")
 
 
 def test_without_the_memory_tools_the_cues_are_plain_text() -> None:
@@ -178,4 +178,46 @@ def test_its_note_and_its_answer_speak_to_the_user() -> None:
 
     assert _reply([*asked, *opened, *closed]) == (
         (), "[offline model] From memory: your sister is called Mara and you're her only brother",
+    )
+
+
+_ABOUT_BOTH = "- your wife's name is Ana\n- You're vegan\n- I promised you a cake\n- my name is Botty"
+
+
+def _recalled(question: str, note: str = _ABOUT_BOTH) -> tuple[tuple[ToolCall, ...], str]:
+    asked = [_block(open_notes=False), ChatMessage("user", question)]
+    opened = _exchange("open_memory", {"name": "notes"}, note)
+    closed = _exchange("close_memory", {"name": "notes"}, "Closed memory 'notes'.")
+    return _reply([*asked, *opened, *closed])
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        # The user's "me" is the note's "you": every line about the user.
+        ("what do you know about me?",
+         "[offline model] From memory: your wife's name is Ana You're vegan I promised you a cake"),
+        ("What do you know about myself",
+         "[offline model] From memory: your wife's name is Ana You're vegan I promised you a cake"),
+        # The user's "you" is the assistant, the note's "I"/"my".
+        ("what do you know about you?", "[offline model] From memory: I promised you a cake my name is Botty"),
+        # A person with something else: the something else ("my wife" is "your wife").
+        ("what do you know about me and my wife?", "[offline model] From memory: your wife's name is Ana"),
+    ],
+)
+def test_asked_about_me_or_you_it_answers_about_the_user_or_itself(question: str, answer: str) -> None:
+    assert _recalled(question) == ((), answer)
+
+
+def test_a_recall_finding_nothing_names_the_topic_as_the_assistant_says_it() -> None:
+    note = "- Mara lives in Oslo"
+
+    assert _recalled("what do you know about me?", note) == (
+        (), "[offline model] My memory 'notes' says nothing about you.",
+    )
+    assert _recalled("what do you know about you?", note) == (
+        (), "[offline model] My memory 'notes' says nothing about me.",
+    )
+    assert _recalled("what do you know about my boss?", note) == (
+        (), "[offline model] My memory 'notes' says nothing about your boss.",
     )

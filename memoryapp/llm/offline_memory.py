@@ -18,7 +18,11 @@ says so and the tools are offered:
 - **"what do you know about <topic>"**: when its input shows no memory ``notes``, a text
   reply saying it has nothing in memory; else ``open_memory({"name": "notes"})``, then
   ``close_memory({"name": "notes"})`` (closing it unchanged), then a text reply with the
-  note's lines that mention the topic.
+  note's lines that mention the topic. The topic is the user's words and the note the
+  assistant's (in_second_person): "my wife" is the note's "your wife"; "me" (I, my,
+  myself) alone is the user, every line about "you"/"your"; "you" alone is the assistant,
+  every line about "I"/"me"/"my"; replies name the topic as the assistant would ("says
+  nothing about you" for "me").
 
 What its input shows (``notes_state``): the context block at the head of the
 conversation (the checkpoint lists every memory, open or closed; spec 004 "What the
@@ -37,6 +41,7 @@ from collections.abc import Sequence
 
 from memoryapp.llm.port import ChatMessage, ToolCall, ToolResult, ToolSpec
 from memoryapp.llm.remember_cue import names_something, remembered
+from memoryapp.stopwords import FUNCTION_WORDS
 
 NOTE_NAME = "notes"
 NOTE_DESCRIPTION = "Things the user asked me to remember"
@@ -105,6 +110,38 @@ def in_second_person(text: str) -> str:
         return out
 
     return _PERSON.sub(swap, text)
+
+
+# Who a note line (in the assistant's words) is about: the user ("you", "your", "you're")
+# or the assistant ("I", "me", "my").
+_THE_USER = re.compile(r"(?<![\w'])you(?:r|rs|rself)?(?![\w])", re.IGNORECASE)
+_THE_ASSISTANT = re.compile(r"(?<![\w'])(?:I|me|my|mine|myself)(?![\w'])|(?<![\w'])I'", re.IGNORECASE)
+
+
+def _told(topic: str) -> str:
+    """``topic``, the user's words after "about", as the assistant says them: "me" ->
+    "you", "my wife" -> "your wife", "you" -> "me"."""
+    return in_second_person(f"about {topic.strip()}")[len("about ") :]
+
+
+def about(topic: str, lines: Sequence[str]) -> list[str]:
+    """The note ``lines`` (the assistant's words) about ``topic`` (the user's words after
+    "what do you know about"), in order: those sharing a word of three letters or more
+    with it, its persons and function words aside ("me and my wife" -> lines with
+    "wife"); for a topic that is
+    only a person, the lines about that person as the note says it: "me", "myself" ->
+    the lines with "you"/"your" (the user), "you", "yourself" -> those with
+    "I"/"me"/"my" (the assistant)."""
+    told = _told(topic)
+    persons = {"you", "your", "yours", "yourself", "i", "me", "my", "mine", "myself"}
+    words = {w.lower() for w in _WORD.findall(told) if len(w) > 2} - persons - FUNCTION_WORDS
+    if words:
+        return [ln for ln in lines if words & {w.lower() for w in _WORD.findall(ln)}]
+    if _THE_USER.search(told):
+        return [ln for ln in lines if _THE_USER.search(ln)]
+    if _THE_ASSISTANT.search(told):
+        return [ln for ln in lines if _THE_ASSISTANT.search(ln)]
+    return []
 
 
 def _turn(messages: Sequence[ChatMessage]) -> tuple[str, list[ToolResult]]:
@@ -238,19 +275,15 @@ def answer(messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> str | 
         if fact == "":
             return ASK_WHAT
         if fact is None and recall and notes_state(_before_turn(messages)) == "absent":
-            return f"[offline model] I have nothing in memory about {recall['topic'].strip()}."
+            return f"[offline model] I have nothing in memory about {_told(recall['topic'])}."
         return None
     if fact is None and recall:
         opened = next((r for r in results if r.name == "open_memory"), None)
         if opened is None or opened.is_error:
-            return f"[offline model] I have nothing in memory about {recall['topic'].strip()}."
-        topic = {w.lower() for w in _WORD.findall(recall["topic"]) if len(w) > 2}
-        lines = [
-            ln for ln in _opened_content(opened).splitlines()
-            if topic & {w.lower() for w in _WORD.findall(ln)}
-        ]
+            return f"[offline model] I have nothing in memory about {_told(recall['topic'])}."
+        lines = about(recall["topic"], _opened_content(opened).splitlines())
         if not lines:
-            return f"[offline model] My memory '{NOTE_NAME}' says nothing about {recall['topic'].strip()}."
+            return f"[offline model] My memory '{NOTE_NAME}' says nothing about {_told(recall['topic'])}."
         return "[offline model] From memory: " + " ".join(ln.lstrip("- ") for ln in lines)
     last = results[-1]
     if fact and last.name == "close_memory" and not last.is_error:
