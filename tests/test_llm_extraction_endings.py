@@ -357,3 +357,144 @@ def test_a_new_value_beside_an_ending_is_what_replaces_the_old_one(
     _told(project, clock, "2025-01-10T10:00:00Z", before)
     _told(project, clock, "2025-08-16T09:00:00Z", after)
     assert Fact.objects.get(text=old).invalidated_by == Fact.objects.get(text=new)
+
+
+_ALLERGY = ("allergic to",)
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (
+            "I'm not allergic to cats and dogs anymore.",
+            [
+                ("The user is not allergic to cats anymore.", "", "", _ALLERGY, "cats"),
+                ("The user is not allergic to dogs anymore.", "", "", _ALLERGY, "dogs"),
+            ],
+        ),
+        (
+            "I am no longer allergic to cats and dogs.",
+            [
+                ("The user is no longer allergic to cats.", "", "", _ALLERGY, "cats"),
+                ("The user is no longer allergic to dogs.", "", "", _ALLERGY, "dogs"),
+            ],
+        ),
+        (
+            "I am not allergic to cats, dogs, or horses anymore.",
+            [
+                ("The user is not allergic to cats anymore.", "", "", _ALLERGY, "cats"),
+                ("The user is not allergic to dogs anymore.", "", "", _ALLERGY, "dogs"),
+                ("The user is not allergic to horses anymore.", "", "", _ALLERGY, "horses"),
+            ],
+        ),
+        (
+            "We don't have a cat and a dog anymore.",
+            [
+                ("The user and others don't have a cat anymore.", "", "", _OWNED, "cat"),
+                ("The user and others don't have a dog anymore.", "", "", _OWNED, "dog"),
+            ],
+        ),
+        # No "anymore": no state said to be over, no list split.
+        ("I am not allergic to cats, dogs, or horses.", [("The user is not allergic to cats, dogs, or horses.", "", "", (), "")]),
+    ],
+)
+def test_a_list_said_to_be_over_ends_each_value(
+    content: str, expected: list[tuple[str, str, str, tuple[str, ...], str]]
+) -> None:
+    """"I'm not allergic to cats and dogs anymore" ended cats only; with "cats, dogs, or
+    horses" none."""
+    assert _ends(content) == expected
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (
+            "I stopped learning Japanese.",
+            [("The user stopped learning Japanese.", "stance on learning japanese", "stopped", ("learning",), "Japanese")],
+        ),
+        (
+            "I used to be allergic to peanuts.",
+            [
+                ("The user used to be allergic to peanuts.", "stance on being allergic to peanuts", "stopped",
+                 _ALLERGY, "peanuts"),
+            ],
+        ),
+        (
+            "I used to have a dog.",
+            [("The user used to have a dog.", "stance on having a dog", "stopped", _OWNED, "dog")],
+        ),
+        (
+            "I've stopped learning Spanish and French.",
+            [
+                ("The user has stopped learning Spanish.", "stance on learning spanish", "stopped", ("learning",),
+                 "Spanish"),
+                ("The user has stopped learning French.", "stance on learning french", "stopped", ("learning",),
+                 "French"),
+            ],
+        ),
+        # Stopping somewhere, an old opinion, a habit that is no state: nothing ends.
+        ("I stopped by the store.", [("The user stopped by the store.", "", "", (), "")]),
+        ("I used to think so.", [("The user used to think so.", "stance on thinking", "stopped", (), "")]),
+        ("I used to have to commute.", [("The user used to have to commute.", "stance on having to commute", "stopped", (), "")]),
+    ],
+)
+def test_a_state_given_up_or_left_behind_names_what_it_ends(
+    content: str, expected: list[tuple[str, str, str, tuple[str, ...], str]]
+) -> None:
+    """"I stopped learning Japanese" and "I used to be allergic to peanuts" ended nothing."""
+    assert _ends(content) == expected
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "current"),
+    [
+        (
+            ("I am allergic to cats and dogs.",),
+            ("I'm not allergic to cats and dogs anymore.",),
+            {"The user is not allergic to cats anymore.", "The user is not allergic to dogs anymore."},
+        ),
+        (
+            ("I am allergic to cats and dogs.",),
+            ("I am no longer allergic to cats and dogs.",),
+            {"The user is no longer allergic to cats.", "The user is no longer allergic to dogs."},
+        ),
+        (
+            ("I am allergic to cats, dogs and horses.", "I am allergic to peanuts."),
+            ("I am not allergic to cats, dogs, or horses anymore.",),
+            {
+                "The user is allergic to peanuts.",
+                "The user is not allergic to cats anymore.",
+                "The user is not allergic to dogs anymore.",
+                "The user is not allergic to horses anymore.",
+            },
+        ),
+        (
+            ("I'm learning Japanese.", "I'm learning Italian."),
+            ("I stopped learning Japanese.",),
+            {"The user is learning Italian.", "The user stopped learning Japanese."},
+        ),
+        (
+            ("I'm allergic to peanuts.", "I'm allergic to latex."),
+            ("I used to be allergic to peanuts.",),
+            {"The user is allergic to latex.", "The user used to be allergic to peanuts."},
+        ),
+        # What names no current state ends none.
+        (
+            ("I'm learning Japanese.",),
+            ("I stopped by the store.", "I used to think so."),
+            {"The user is learning Japanese.", "The user stopped by the store.", "The user used to think so."},
+        ),
+        (
+            ("I'm allergic to peanuts.",),
+            ("I used to be allergic to shellfish.",),
+            {"The user is allergic to peanuts.", "The user used to be allergic to shellfish."},
+        ),
+    ],
+)
+def test_an_ending_ends_each_state_it_names(
+    project: Project, clock: Clock, before: tuple[str, ...], after: tuple[str, ...], current: set[str]
+) -> None:
+    """"I am no longer allergic to cats and dogs" left "The user is allergic to dogs."
+    current; "I stopped learning Japanese" left "The user is learning Japanese." current."""
+    assert _stored(project, clock, before, after) == current

@@ -43,12 +43,14 @@ English first-person statements and nothing fitted to one data set.
   whose value names it, by make or by kind; "I sold my car" replaces the car driven
   ("sold") and ends a thing had that is a car ("an electric car"). A present state said
   to be over ("I'm not allergic to dogs anymore", "I'm no longer diabetic", "I don't
-  drive a Tesla any more") ends the current fact the clause without its negation would
-  state (allergic to dogs, the condition, the car Tesla); a possession no longer had ("I
-  no longer have a cat", "I don't have the Tesla any more") is one parted with. Without
-  "anymore" or "no longer" ("I'm not allergic to dogs") nothing ends, nor where no
-  possession is named ("I no longer have time"). Other clauses have no attribute and
-  never contradict anything.
+  drive a Tesla any more"), given up ("I stopped learning Japanese") or left behind ("I used to be allergic to peanuts", "I used to have a dog")
+  ends the current fact the clause as a present statement would state (allergic to
+  dogs, the condition, the car Tesla, learning Japanese); a possession no longer had ("I
+  no longer have a cat", "I don't have the Tesla any more") is one parted with, and a
+  list ends each value ("I'm not allergic to cats and dogs anymore": two facts, as
+  Lists below). Without "anymore" or "no longer" ("I'm not allergic to dogs") nothing
+  ends, nor where no state is named ("I no longer have time", "I stopped by the store",
+  "I used to think so"). Other clauses have no attribute and never contradict anything.
 - **Others' facts.** A clause whose subject is a name and a verb ("Priya is a teacher",
   "Mark works at Acme", "Priya quit her job") is read as the speaker's own clause would
   be ("I'm a teacher"): a pattern's fact there is about that person (single-valued per
@@ -2579,9 +2581,10 @@ def _ending(clause: str, attribute: str, value: str) -> tuple[tuple[str, ...], s
 
 # A present state said to be over: "I'm no longer X", "I'm not X anymore", "I no longer
 # <verb> X", "I don't <verb> X any more", "we don't have X anymore" (no "anymore", no
-# change: "I'm not allergic to dogs").
+# change: "I'm not allergic to dogs"); a list may come between ("cats, dogs, or horses").
 _NO_LONGER = re.compile(
-    r"\b(?:I|we)(?P<be>'m| am|'re| are)? (?:no longer|(?:not|don't|do not|dont)(?=[^,;.!?]*\b(?:anymore|any more|any longer)\b))"
+    r"\b(?:I|we)(?P<be>'m| am|'re| are)? (?:no longer|(?:not|don't|do not|dont)"
+    r"(?=(?:[^,;.!?]|,(?= ))*\b(?:anymore|any more|any longer)\b))"
     r"(?: (?:really|even|actually))? ",
     re.IGNORECASE,
 )
@@ -2598,21 +2601,51 @@ _OWNED = ("has", "car", *_PETS)
 _NEGATED_ENDS = {"works at": _LEFT_EMPLOYER}
 
 
+# A state given up or left behind: "I stopped learning Japanese" (what one was doing),
+# "I used to be allergic to peanuts", "we used to have a boat" (what one was or had).
+# "I stopped by the store", "I used to think so": no state.
+_GIVEN_UP_STATE = re.compile(
+    r"\b(?:I|we)(?:'ve| have| had)?(?: (?:just|finally|recently|eventually|also|actually|since))? "
+    r"(?:(?:stopped|quit) (?P<doing>[a-z]+ing)|used to (?P<was>be|have))(?= )",
+    re.IGNORECASE,
+)
+_BEING = {"being": "I'm", "having": "I have", "be": "I'm", "have": "I have"}
+
+
+def _state_over(clause: str) -> tuple[int, str] | None:
+    """Where in ``clause`` the state it says is over is told and that state as a present
+    statement of the speaker's: "I'm not allergic to dogs anymore", "I no longer have a
+    cat", "I used to be allergic to dogs", "I stopped learning Japanese" -> "I'm allergic
+    to dogs", "I have a cat", "I'm allergic to dogs", "I'm learning Japanese" ("we"
+    includes the speaker: what "we" no longer have, the speaker no longer has); None when
+    it says no state is over."""
+    match = _NO_LONGER.search(clause)
+    if match is not None:
+        be = "'m" if match.group("be") else ""
+        return match.end(), f"I{be} {_ANYMORE_WORDS.sub('', clause[match.end() :])}"
+    given_up = _GIVEN_UP_STATE.search(clause)
+    if given_up is None:
+        return None
+    rest = clause[given_up.end() :]
+    verb = (given_up.group("doing") or given_up.group("was")).lower()
+    if verb in _BEING:
+        return given_up.end() + 1, f"{_BEING[verb]}{rest}"
+    return given_up.start("doing"), f"I'm {clause[given_up.start('doing') :]}"
+
+
 def _ended_state(clause: str) -> tuple[str, tuple[str, ...], str] | None:
     """``(attribute, retires, retires_when)`` of the present state ``clause`` says is over
-    ("I'm not allergic to dogs anymore": allergic to dogs; "I don't drive a Tesla any
-    more": car Tesla), read as the clause without its negation would be, from where the
-    negation's "I" stands. A possession no longer had is one parted with ("I no longer
-    have a cat", "I don't have the Tesla any more": the thing had, the car driven or the
-    pet naming it; "my car" any car driven). None when it says no state is over or the
-    state is no pattern's ("I no longer have time"; "I no longer like jazz": a stance is
-    its own attribute)."""
-    match = _NO_LONGER.search(clause)
-    if match is None:
+    (_state_over: "I'm not allergic to dogs anymore", "I used to be allergic to dogs":
+    allergic to dogs; "I don't drive a Tesla any more": car Tesla; "I stopped learning
+    Japanese": learning Japanese), read as that state would be. A possession no longer
+    had is one parted with ("I no longer have a cat", "I don't have the Tesla any more":
+    the thing had, the car driven or the pet naming it; "my car" any car driven). None
+    when it says no state is over or the state is no pattern's ("I no longer have time";
+    "I no longer like jazz": a stance is its own attribute)."""
+    over = _state_over(clause)
+    if over is None:
         return None
-    # "we" includes the speaker: what "we" no longer have, the speaker no longer has.
-    be = "'m" if match.group("be") else ""
-    positive = f"I{be} {_ANYMORE_WORDS.sub('', clause[match.end() :])}"
+    positive = over[1]
     had = _NO_LONGER_HAD.match(positive)
     if had is not None:
         thing = clean_value(had.group("value"))
@@ -2763,12 +2796,42 @@ def listed(clause: str, speaker: str) -> list[str]:
     "I'm allergic to dogs", "I'm allergic to horses"; "Priya has a cat and a dog" the
     same), what follows the list kept in each ("... since childhood"); ``[clause]`` when
     it lists none, or when a part would not state that attribute on its own ("I'm
-    diabetic and tired": "tired" is no condition)."""
+    diabetic and tired": "tired" is no condition). A state said to be over is split as
+    the state itself would be ("I'm not allergic to cats and dogs anymore" -> "I'm not
+    allergic to cats anymore", "I'm not allergic to dogs anymore"), so each value ends."""
+    found = _list_in(clause, speaker)
+    if found is None:
+        found = _ended_list(clause, speaker)
+    if found is None:
+        return [clause]
+    start, end, items = found
+    return [f"{clause[:start]}{item}{clause[end:]}" for item in items]
+
+
+def _ended_list(clause: str, speaker: str) -> tuple[int, int, list[str]] | None:
+    """The list of _list_in that ``clause``, a present state said to be over
+    (_ended_state), names: the list of the state without its negation, found where it
+    stands in ``clause``; None when it names none or a part would end no state."""
+    over = _state_over(clause)
+    found = _list_in(over[1], speaker) if over is not None else None
+    if over is None or found is None:
+        return None
+    start, end, items = found
+    at = clause.find(over[1][start:end], over[0])
+    if at < 0:
+        return None
+    parts = [f"{clause[:at]}{item}{clause[at + end - start :]}" for item in items]
+    return (at, at + end - start, items) if all(_ended_state(part) is not None for part in parts) else None
+
+
+def _list_in(clause: str, speaker: str) -> tuple[int, int, list[str]] | None:
+    """``(start, end, items)``: where in ``clause`` the list of values of listed stands and
+    its values, or None when it lists none (listed's rules)."""
     told = _as_own(clause, speaker)
     own = told[0] if told is not None else clause
     family = _family(_matched(_PATTERNS, own) if told is not None else _attribute(clause))
     if not family:
-        return [clause]
+        return None
     for pattern in _PATTERNS:
         match = pattern.regex.search(own)
         if match is None or _LISTED.get(pattern.attribute) != family:
@@ -2776,15 +2839,16 @@ def listed(clause: str, speaker: str) -> list[str]:
         start = _list_start(match, family, own)
         found = _LIST.match(own[start:]) if start >= 0 else None
         if found is None or not clause.endswith(own[start:]):
-            return [clause]
+            return None
         items = _LIST_SPLIT.split(found.group("items"))
         if family == "has" and not all(_COUNTED.match(item) for item in items):
-            return [clause]
-        head = clause[: len(clause) - len(own) + start]
-        parts = [f"{head}{item}{found.group('tail')}" for item in items]
+            return None
+        head = len(clause) - len(own) + start
+        tail = head + len(found.group("items"))
+        parts = [f"{clause[:head]}{item}{clause[tail:]}" for item in items]
         read = [_family(_of_someone_attribute(p, speaker) if told is not None else _attribute(p)) for p in parts]
-        return parts if all(r == family for r in read) else [clause]
-    return [clause]
+        return (head, tail, items) if all(r == family for r in read) else None
+    return None
 
 
 def _family(found: tuple[str, str, bool, str] | None) -> str:
