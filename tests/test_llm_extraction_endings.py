@@ -75,6 +75,21 @@ def _stored(project: Project, clock: Clock, before: tuple[str, ...], after: tupl
         ),
         ("I got rid of my car.", [("The user got rid of the user's car.", "car", "sold", ("has",), "car")]),
         ("I gave my car to my son.", [("The user gave the user's car to the user's son.", "car", "sold", ("has",), "car")]),
+        (
+            "I sold my Tesla and my boat last year.",
+            [
+                ("The user sold the user's Tesla.", "", "", _OWNED, "Tesla"),
+                ("The user sold the user's boat last year (2025).", "", "", _OWNED, "boat"),
+            ],
+        ),
+        # "and" then someone doing something: no second thing sold.
+        (
+            "I sold my car and my son cried.",
+            [
+                ("The user sold the user's car.", "car", "sold", ("has",), "car"),
+                ("The user's son cried.", "", "", (), ""),
+            ],
+        ),
         # Giving it a wash is no parting with it; a car seat is no car.
         ("I gave my bike a good clean.", [("The user gave the user's bike a good clean.", "", "", (), "")]),
         ("I sold my car seat.", [("The user sold the user's car seat.", "", "", _OWNED, "car seat")]),
@@ -109,6 +124,11 @@ def test_parting_with_a_possession_names_what_it_ends(
             ("I have a mountain bike.", "I have a kayak."),
             ("I gave my bike to my nephew.",),
             {"The user has a kayak.", "The user gave the user's bike to the user's nephew."},
+        ),
+        (
+            ("I drive a Tesla.", "I have a boat.", "I have a kayak."),
+            ("I sold my Tesla and my boat.",),
+            {"The user has a kayak.", "The user sold the user's Tesla.", "The user sold the user's boat."},
         ),
         # Selling another thing ends neither the car nor the other things had.
         (

@@ -41,9 +41,11 @@ English first-person statements and nothing fitted to one data set.
   Parting with a possession ("I sold my Tesla", "I traded in my Civic", "I gave my bike
   to my nephew", "we got rid of our boat") ends the thing had, the pet or the car driven
   whose value names it, by make or by kind; "I sold my car" replaces the car driven
-  ("sold") and ends a thing had that is a car ("an electric car"). A present state said
-  to be over ("I'm not allergic to dogs anymore", "I'm no longer diabetic", "I don't
-  drive a Tesla any more"), given up ("I stopped learning Japanese") or left behind ("I used to be allergic to peanuts", "I used to have a dog")
+  ("sold") and ends a thing had that is a car ("an electric car"); a second thing joined
+  by "and" is parted with too ("I sold my Tesla and my boat": two clauses, "... my
+  boat"). A present state said to be over ("I'm not allergic to dogs anymore", "I'm no
+  longer diabetic", "I don't drive a Tesla any more"), given up ("I stopped learning
+  Japanese") or left behind ("I used to be allergic to peanuts", "I used to have a dog")
   ends the current fact the clause as a present statement would state (allergic to
   dogs, the condition, the car Tesla, learning Japanese); a possession no longer had ("I
   no longer have a cat", "I don't have the Tesla any more") is one parted with, and a
@@ -1240,8 +1242,12 @@ def _split_clauses(sentence: str) -> list[str]:
             and re.fullmatch(_NAME, out[-1].strip()) is not None
             and out[-1].split()[0].lower() not in _NOT_NAMES
         )
+        parted = _PARTED_HEAD.match(out[-1]) if joint.strip() == "and" else None
         if (joint.strip() == "and" and _CO_SUBJECT.match(out[-1].strip())) or _adverbial(out[-1]) or apposition:
             out[-1] += joint + piece
+        elif parted is not None and _PARTED_ALSO.match(piece):
+            # "I sold my Tesla and my boat": the boat is sold too ("I sold my boat").
+            out.append(parted.group("head") + piece)
         else:
             out.append(piece)
     return [part for piece in out for part in _own_subjects(piece)]
@@ -2782,6 +2788,17 @@ def _coordinated(raw: str, *, names: bool) -> str:
     if _JOINED not in whole or whole.endswith(_JOINED) or whole.startswith(_JOINED):
         return ""
     return whole.replace(_JOINED, joined.group().strip())
+
+
+# A possession parted with, up to its owner ("I sold my Tesla" -> "I sold "), and a second
+# one joined to it by "and" with nothing of its own but a time or where it went ("my boat",
+# "our old van last week"; not "my wife was upset", "my son cried": a verb after a noun).
+_PARTED_HEAD = re.compile(rf"^(?P<head>.*\b(?:{_PARTED}) )(?:my|our) ", re.IGNORECASE)
+_PARTED_ALSO = re.compile(
+    r"^(?:my|our) (?![\w'-]+(?: [\w'-]+)* (?:[\w'-]+ed|left|went|came|said|got|ran|fell|felt|told|took|made|"
+    rf"knew|saw|thinks|says|wants|loves|hates|likes)\b){_LIST_ITEM}{_THING_END}",
+    re.IGNORECASE,
+)
 
 
 _LIST_SPLIT = re.compile(r",? (?:and|or) |, ", re.IGNORECASE)
