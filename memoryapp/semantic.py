@@ -461,7 +461,8 @@ class _Ledger:
 
     def _naming(self, new: Fact, attributes: Iterable[str], when: str) -> list[Fact]:
         """The current multi-valued facts of ``new``'s subject with one of ``attributes``
-        whose value names ``when`` (a loss ends "dog: Rex" and no other dog); its own
+        whose value names ``when`` (a loss ends "dog: Rex" and no other dog) or whose
+        attribute is ``when`` ("I don't have the dog anymore" ends "dog: Rex"); its own
         attribute too when ``new`` is multi-valued (a correction, "Mara, not Maria", ends
         "sister: Maria" and no other sister)."""
         if not when:
@@ -474,7 +475,7 @@ class _Ledger:
             if old is not new
             and not old.single_valued
             and old.valid_from <= new.valid_from
-            and values_match(value_key(when), old.value_key)
+            and (values_match(value_key(when), old.value_key) or " ".join(when.lower().split()) == attribute)
         ]
 
     def _invalidate(self, old: Fact, new: Fact) -> None:

@@ -442,7 +442,7 @@ def test_a_list_said_to_be_over_ends_each_value(
         ),
         (
             "I used to have a dog.",
-            [("The user used to have a dog.", "stance on having a dog", "stopped", _OWNED, "dog")],
+            [("The user used to have a dog.", "", "", _OWNED, "dog")],
         ),
         (
             "I've stopped learning Spanish and French.",
@@ -517,4 +517,76 @@ def test_an_ending_ends_each_state_it_names(
 ) -> None:
     """"I am no longer allergic to cats and dogs" left "The user is allergic to dogs."
     current; "I stopped learning Japanese" left "The user is learning Japanese." current."""
+    assert _stored(project, clock, before, after) == current
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (
+            "I don't have the dog anymore.",
+            [("The user doesn't have the dog anymore.", "", "", _OWNED, "dog")],
+        ),
+        ("I no longer have Luna.", [("The user no longer has Luna.", "", "", _OWNED, "Luna")]),
+        # No pet: a stance, nothing ended.
+        (
+            "I don't have the time anymore.",
+            [("The user doesn't have the time anymore.", "stance on having the time", "stopped", (), "")],
+        ),
+        ("I no longer have time.", [("The user no longer has time.", "stance on time", "stopped", (), "")]),
+    ],
+)
+def test_a_pet_no_longer_had_is_no_stance(
+    content: str, expected: list[tuple[str, str, str, tuple[str, ...], str]]
+) -> None:
+    """"I don't have the dog anymore" was "stance on having the dog: stopped", "I no longer
+    have Luna" "stance on luna: stopped", and neither ended the dog named Rex or Luna."""
+    assert _ends(content) == expected
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "current"),
+    [
+        (
+            ("I have a dog named Rex.", "I have a cat named Luna."),
+            ("I don't have the dog anymore.",),
+            {"The user has a cat named Luna.", "The user doesn't have the dog anymore."},
+        ),
+        (
+            ("I have a dog named Rex.", "I have a cat named Luna."),
+            ("I no longer have Luna.",),
+            {"The user has a dog named Rex.", "The user no longer has Luna."},
+        ),
+        (
+            ("I have a dog named Rex.", "I have a cat named Luna."),
+            ("We had to put Rex down.",),
+            {"The user has a cat named Luna.", "The user and others had to put Rex down."},
+        ),
+        (
+            ("I have a dog named Rex.", "I have a cat named Luna."),
+            ("Sadly Rex passed away.",),
+            {"The user has a cat named Luna.", "Sadly Rex passed away."},
+        ),
+        (
+            ("I have a dog named Rex.",),
+            ("My dog died.",),
+            {"The user's dog died."},
+        ),
+        # Another's dog, time not had: the user's pets stay.
+        (
+            ("I have a dog named Rex.",),
+            ("My neighbour's dog Rex died.", "I don't have the time anymore."),
+            {
+                "The user has a dog named Rex.",
+                "The user's neighbour's dog Rex died.",
+                "The user doesn't have the time anymore.",
+            },
+        ),
+    ],
+)
+def test_a_pet_or_home_gone_ends_it(
+    project: Project, clock: Clock, before: tuple[str, ...], after: tuple[str, ...], current: set[str]
+) -> None:
+    """"I don't have the dog anymore", "I no longer have Luna" left the pet named current;
+    "I used to live in Berlin" left "The user lives in Berlin." current."""
     assert _stored(project, clock, before, after) == current

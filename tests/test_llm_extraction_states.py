@@ -72,7 +72,7 @@ def _stored(project: Project, clock: Clock, before: tuple[str, ...], after: tupl
         # A possession no longer had is one parted with: the thing had, the car or pet naming it.
         (
             "I no longer have a cat.",
-            [("The user no longer has a cat.", "stance on having a cat", "stopped", _OWNED, "cat")],
+            [("The user no longer has a cat.", "", "", _OWNED, "cat")],
         ),
         (
             "I don't have the Tesla any more.",

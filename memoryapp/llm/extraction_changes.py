@@ -380,7 +380,11 @@ def _loss_ends(clause: str, value: str) -> tuple[tuple[str, ...], str]:
         return (*words, "neighbour", "neighbor", "has"), value
     attribute = "partner" if relation in _PARTNERS else relation
     if value.lower() == relation:
-        return ((attribute,), "") if re.fullmatch(_KIN_SINGLE, relation) else ((attribute, "has"), relation)
+        if re.fullmatch(_KIN_SINGLE, relation):
+            return (attribute,), ""
+        # "My dog died" ends the dog had and any dog named (semantic: a fact whose
+        # attribute is the kind named); "my sister died" no one sister of several.
+        return ((attribute, "has"), relation) if re.fullmatch(_PETS, relation) else (("has",), relation)
     return (attribute, "has"), value
 
 

@@ -2448,6 +2448,8 @@ def _clause_fact(
     names = [n for n in names_in(clause) if n[0].casefold() != speaker.casefold()]
     attribute, value, single, kind = _attribute(clause) or ("", "", False, "")
     retires, when = _ending(clause, attribute, value)
+    if attribute.startswith(f"{STANCE} ") and value == _STOPPED and _pet_gone(clause):
+        attribute = ""  # "I don't have the dog anymore": the pet it ends, no stance on having it
     value = value if attribute else ""  # "I left Acme", "I sold my boat": what it ends, no value
     entities = [(speaker, "person")]
     if value and kind:
@@ -2601,6 +2603,8 @@ _NO_LONGER_HAD = re.compile(
     rf"^I (?:have|has|own|owns)(?: got)? (?:a|an|the|my|our|his|her|their|any) (?:old )?{_PARTED_THING}",
     re.IGNORECASE,
 )
+# One no longer had, named by their name ("I no longer have Luna"): a pet's or a thing's.
+_NO_LONGER_HAD_NAMED = re.compile(r"^I (?:have|has|own|owns)(?: got)? (?P<value>(?-i:[A-Z][a-z'-]+))\s*$", re.IGNORECASE)
 _OWNED = ("has", "car", *_PETS)
 #: What a present state said to be over ends besides its own attribute: an employer no
 #: longer worked at the job held there too.
@@ -2658,6 +2662,9 @@ def _ended_state(clause: str) -> tuple[str, tuple[str, ...], str] | None:
         if thing.lower() == "car":
             return "has", ("car",), ""
         return ("has", _OWNED, thing) if thing else None
+    named = _NO_LONGER_HAD_NAMED.match(positive.rstrip(" .!"))
+    if named is not None:
+        return "has", _OWNED, named.group("value")
     found = _matched(_PATTERNS, positive, anchored=True)
     if found is None:
         return None
@@ -2665,6 +2672,19 @@ def _ended_state(clause: str) -> tuple[str, tuple[str, ...], str] | None:
     if not attribute or attribute.startswith((f"{STANCE} ", f"{COUNT} ")) or not value:
         return None
     return attribute, _NEGATED_ENDS.get(attribute, (attribute,)), value
+
+
+def _pet_gone(clause: str) -> bool:
+    """Whether ``clause`` says a pet, by its kind or its name, is no longer had ("I don't
+    have the dog anymore", "I no longer have Luna", "I used to have a cat"; not "I no
+    longer have time", "I don't have the Tesla any more")."""
+    over = _state_over(clause)
+    if over is None:
+        return False
+    had = _NO_LONGER_HAD.match(over[1])
+    if had is not None:
+        return clean_value(had.group("value")).lower() in _PETS
+    return _NO_LONGER_HAD_NAMED.match(over[1].rstrip(" .!")) is not None
 
 
 def _age_fact(
