@@ -445,6 +445,10 @@ def test_a_list_said_to_be_over_ends_each_value(
             [("The user used to have a dog.", "", "", _OWNED, "dog")],
         ),
         (
+            "I used to live in Berlin.",
+            [("The user used to live in Berlin.", "stance on living in berlin", "stopped", ("lives in",), "Berlin")],
+        ),
+        (
             "I've stopped learning Spanish and French.",
             [
                 ("The user has stopped learning Spanish.", "stance on learning spanish", "stopped", ("learning",),
@@ -499,6 +503,13 @@ def test_a_state_given_up_or_left_behind_names_what_it_ends(
             ("I used to be allergic to peanuts.",),
             {"The user is allergic to latex.", "The user used to be allergic to peanuts."},
         ),
+        # "I used to live in Berlin" ends that home, not another.
+        (("I live in Berlin.",), ("I used to live in Berlin.",), {"The user used to live in Berlin."}),
+        (
+            ("I live in Lisbon.",),
+            ("I used to live in Berlin.",),
+            {"The user lives in Lisbon.", "The user used to live in Berlin."},
+        ),
         # What names no current state ends none.
         (
             ("I'm learning Japanese.",),
@@ -516,7 +527,8 @@ def test_an_ending_ends_each_state_it_names(
     project: Project, clock: Clock, before: tuple[str, ...], after: tuple[str, ...], current: set[str]
 ) -> None:
     """"I am no longer allergic to cats and dogs" left "The user is allergic to dogs."
-    current; "I stopped learning Japanese" left "The user is learning Japanese." current."""
+    current; "I stopped learning Japanese" left "The user is learning Japanese." current;
+    "I used to live in Berlin" left "The user lives in Berlin." current."""
     assert _stored(project, clock, before, after) == current
 
 

@@ -2612,14 +2612,14 @@ _NEGATED_ENDS = {"works at": _LEFT_EMPLOYER}
 
 
 # A state given up or left behind: "I stopped learning Japanese" (what one was doing),
-# "I used to be allergic to peanuts", "we used to have a boat" (what one was or had).
+# "I used to be allergic to peanuts", "we used to have a boat", "I used to live in Berlin".
 # "I stopped by the store", "I used to think so": no state.
 _GIVEN_UP_STATE = re.compile(
     r"\b(?:I|we)(?:'ve| have| had)?(?: (?:just|finally|recently|eventually|also|actually|since))? "
-    r"(?:(?:stopped|quit) (?P<doing>[a-z]+ing)|used to (?P<was>be|have))(?= )",
+    r"(?:(?:stopped|quit) (?P<doing>[a-z]+ing)|used to (?P<was>be|have|live))(?= )",
     re.IGNORECASE,
 )
-_BEING = {"being": "I'm", "having": "I have", "be": "I'm", "have": "I have"}
+_BEING = {"being": "I'm", "having": "I have", "be": "I'm", "have": "I have", "live": "I live"}
 
 
 def _state_over(clause: str) -> tuple[int, str] | None:
