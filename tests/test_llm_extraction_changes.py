@@ -41,7 +41,7 @@ def _facts(content: str) -> list[tuple[str, str, str]]:
         ("Last spring I moved back to Porto.", [("Last spring the user moved back to Porto.", "lives in", "Porto")]),
         (
             "I moved to the city from my hometown.",
-            [("The user moved to the city from the user's hometown.", "lives in", "city")],
+            [("The user moved to the city from their hometown.", "lives in", "city")],
         ),
         (
             "We moved here from Chicago to be near family.",
@@ -82,7 +82,7 @@ def _facts(content: str) -> list[tuple[str, str, str]]:
             "I'm not working as a barista anymore.",
             [("The user is not working as a barista anymore.", "former job", "barista")],
         ),
-        ("I gave up my job as a barista.", [("The user gave up the user's job as a barista.", "former job", "barista")]),
+        ("I gave up my job as a barista.", [("The user gave up their job as a barista.", "former job", "barista")]),
         (
             "I've stopped working at the cafe.",
             [("The user has stopped working at the cafe.", "former employer", "cafe")],

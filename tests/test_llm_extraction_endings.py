@@ -58,41 +58,41 @@ def _stored(project: Project, clock: Clock, before: tuple[str, ...], after: tupl
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
-        ("I sold my Tesla.", [("The user sold the user's Tesla.", "", "", _OWNED, "Tesla")]),
+        ("I sold my Tesla.", [("The user sold their Tesla.", "", "", _OWNED, "Tesla")]),
         (
             "I traded in my Civic for a Prius.",
-            [("The user traded in the user's Civic for a Prius.", "", "", _OWNED, "Civic")],
+            [("The user traded in their Civic for a Prius.", "", "", _OWNED, "Civic")],
         ),
         ("We traded our van in.", [("The user and others traded the user's van in.", "", "", _OWNED, "van")]),
         (
             "I gave my bike to my nephew last week.",
-            [("The user gave the user's bike to the user's nephew last week (the week before 11 March 2026).",
+            [("The user gave their bike to their nephew last week (the week before 11 March 2026).",
               "", "", _OWNED, "bike")],
         ),
         (
             "I sold my old Ford truck to a neighbour.",
-            [("The user sold the user's old Ford truck to a neighbour.", "", "", _OWNED, "Ford truck")],
+            [("The user sold their old Ford truck to a neighbour.", "", "", _OWNED, "Ford truck")],
         ),
-        ("I got rid of my car.", [("The user got rid of the user's car.", "car", "sold", ("has",), "car")]),
-        ("I gave my car to my son.", [("The user gave the user's car to the user's son.", "car", "sold", ("has",), "car")]),
+        ("I got rid of my car.", [("The user got rid of their car.", "car", "sold", ("has",), "car")]),
+        ("I gave my car to my son.", [("The user gave their car to their son.", "car", "sold", ("has",), "car")]),
         (
             "I sold my Tesla and my boat last year.",
             [
-                ("The user sold the user's Tesla.", "", "", _OWNED, "Tesla"),
-                ("The user sold the user's boat last year (2025).", "", "", _OWNED, "boat"),
+                ("The user sold their Tesla.", "", "", _OWNED, "Tesla"),
+                ("The user sold their boat last year (2025).", "", "", _OWNED, "boat"),
             ],
         ),
         # "and" then someone doing something: no second thing sold.
         (
             "I sold my car and my son cried.",
             [
-                ("The user sold the user's car.", "car", "sold", ("has",), "car"),
+                ("The user sold their car.", "car", "sold", ("has",), "car"),
                 ("The user's son cried.", "", "", (), ""),
             ],
         ),
         # Giving it a wash is no parting with it; a car seat is no car.
-        ("I gave my bike a good clean.", [("The user gave the user's bike a good clean.", "", "", (), "")]),
-        ("I sold my car seat.", [("The user sold the user's car seat.", "", "", _OWNED, "car seat")]),
+        ("I gave my bike a good clean.", [("The user gave their bike a good clean.", "", "", (), "")]),
+        ("I sold my car seat.", [("The user sold their car seat.", "", "", _OWNED, "car seat")]),
     ],
 )
 def test_parting_with_a_possession_names_what_it_ends(
@@ -108,33 +108,33 @@ def test_parting_with_a_possession_names_what_it_ends(
         (
             ("I drive a Tesla Model 3.",),
             ("I sold my Tesla.",),
-            {"The user sold the user's Tesla."},
+            {"The user sold their Tesla."},
         ),
         (
             ("I have a Tesla.", "I drive a Tesla."),
             ("I traded in my Tesla for a Prius.",),
-            {"The user traded in the user's Tesla for a Prius."},
+            {"The user traded in their Tesla for a Prius."},
         ),
         (
             ("I drive a Honda Civic.", "I have an electric car."),
             ("I got rid of my car.",),
-            {"The user got rid of the user's car."},
+            {"The user got rid of their car."},
         ),
         (
             ("I have a mountain bike.", "I have a kayak."),
             ("I gave my bike to my nephew.",),
-            {"The user has a kayak.", "The user gave the user's bike to the user's nephew."},
+            {"The user has a kayak.", "The user gave their bike to their nephew."},
         ),
         (
             ("I drive a Tesla.", "I have a boat.", "I have a kayak."),
             ("I sold my Tesla and my boat.",),
-            {"The user has a kayak.", "The user sold the user's Tesla.", "The user sold the user's boat."},
+            {"The user has a kayak.", "The user sold their Tesla.", "The user sold their boat."},
         ),
         # Selling another thing ends neither the car nor the other things had.
         (
             ("I drive a Tesla.", "I have a boat."),
             ("I sold my piano.",),
-            {"The user drives a Tesla.", "The user has a boat.", "The user sold the user's piano."},
+            {"The user drives a Tesla.", "The user has a boat.", "The user sold their piano."},
         ),
     ],
 )
@@ -149,7 +149,7 @@ def test_selling_a_car_by_its_make_ends_that_car_only(project: Project, clock: C
     _told(project, clock, "2025-01-10T10:00:00Z", "I drive a Tesla.")
     _told(project, clock, "2025-08-16T09:00:00Z", "I sold my Tesla.")
     tesla = Fact.objects.get(text="The user drives a Tesla.")
-    sold = Fact.objects.get(text="The user sold the user's Tesla.")
+    sold = Fact.objects.get(text="The user sold their Tesla.")
     assert tesla.invalidated_by == sold and tesla.invalidated_at == sold.valid_from
 
 
@@ -164,21 +164,21 @@ def test_selling_a_car_by_its_make_ends_that_car_only(project: Project, clock: C
         ("I left nursing last year.", [("The user left nursing last year (2025).", "", "", _WORK, "nursing")]),
         (
             "I left my career in banking.",
-            [("The user left the user's career in banking.", "", "", _WORK, "banking")],
+            [("The user left their career in banking.", "", "", _WORK, "banking")],
         ),
         # The job itself, whatever it was: it ends, and the employer with it.
         (
             "I quit my job as a nurse.",
-            [("The user quit the user's job as a nurse.", "job", "quit", ("works at",), "")],
+            [("The user quit their job as a nurse.", "job", "quit", ("works at",), "")],
         ),
         (
             "I resigned from my position at Acme.",
-            [("The user resigned from the user's position at Acme.", "job", "quit", ("works at",), "")],
+            [("The user resigned from their position at Acme.", "job", "quit", ("works at",), "")],
         ),
         ("I resigned yesterday.", [("The user resigned yesterday (10 March 2026).", "job", "quit", ("works at",), "")]),
         (
             "I gave my notice to my boss.",
-            [("The user gave the user's notice to the user's boss.", "job", "quit", ("works at",), "")],
+            [("The user gave their notice to their boss.", "job", "quit", ("works at",), "")],
         ),
         ("I left pharmacy for good.", [("The user left pharmacy for good.", "", "", _WORK, "pharmacy")]),
     ],
@@ -199,14 +199,14 @@ def test_quitting_names_the_work_it_ends(
         (
             ("I work as a nurse at St Mary's.",),
             ("I quit my job as a nurse.",),
-            {"The user quit the user's job as a nurse."},
+            {"The user quit their job as a nurse."},
         ),
-        (("I work at Acme.",), ("I left my job at Acme.",), {"The user left the user's job at Acme."}),
+        (("I work at Acme.",), ("I left my job at Acme.",), {"The user left their job at Acme."}),
         (("I work at the bakery.",), ("I resigned from the bakery.",), {"The user resigned from the bakery."}),
         (("I'm an accountant at Deloitte.",), ("I quit Deloitte.",), {"The user quit Deloitte."}),
         (("I'm a software engineer.",), ("I left engineering.",), {"The user left engineering."}),
         (("I work as a pharmacist.",), ("I left pharmacy.",), {"The user left pharmacy."}),
-        (("I work at Acme.",), ("I handed in my notice.",), {"The user handed in the user's notice."}),
+        (("I work at Acme.",), ("I handed in my notice.",), {"The user handed in their notice."}),
         # What names no job or employer of the user's ends none.
         (("I'm a teacher.",), ("I quit smoking.",), {"The user is a teacher.", "The user quit smoking."}),
         (
@@ -311,7 +311,7 @@ def _listed(content: str) -> list[tuple[str, str, str, str]]:
         ),
         # No list of values: a verb of a clause of its own, a state that is no condition,
         # a phrase that may be the last value's alone, a single-valued attribute, a stance.
-        ("I have a dog and love him.", [("user", "The user has a dog and love him.", "has", "dog")]),
+        ("I have a dog and love him.", [("user", "The user has a dog and loves him.", "has", "dog")]),
         (
             "I'm allergic to cats and get hives.",
             [("user", "The user is allergic to cats and get hives.", "allergic to", "cats")],
@@ -350,7 +350,7 @@ def test_a_list_of_values_of_a_many_valued_attribute_is_a_fact_per_value(
         (
             ("I have a boat and a bike.",),
             ("I sold my boat.",),
-            {"The user has a bike.", "The user sold the user's boat."},
+            {"The user has a bike.", "The user sold their boat."},
         ),
     ],
 )

@@ -80,7 +80,7 @@ def _stored(project: Project, clock: Clock, before: tuple[str, ...], after: tupl
         ),
         (
             "I don't have my car anymore.",
-            [("The user doesn't have the user's car anymore.", "stance on my car", "stopped", ("car",), "")],
+            [("The user doesn't have their car anymore.", "stance on my car", "stopped", ("car",), "")],
         ),
         # "we" includes the speaker.
         (
@@ -126,7 +126,7 @@ def test_a_present_state_said_to_be_over_names_what_it_ends(
             {"The user doesn't work at Acme anymore."},
         ),
         (("I'm diabetic.",), ("I'm not diabetic anymore.",), {"The user is not diabetic anymore."}),
-        (("I drive a Honda Civic.",), ("I don't have my car anymore.",), {"The user doesn't have the user's car anymore."}),
+        (("I drive a Honda Civic.",), ("I don't have my car anymore.",), {"The user doesn't have their car anymore."}),
         (
             ("I have a boat.", "I have a camper van."),
             ("We don't have the boat anymore.",),
@@ -202,9 +202,9 @@ def _valued(content: str) -> list[tuple[str, str, str]]:
             "My favorite food is sushi and ramen is second.",
             [("The user's favorite food is sushi and ramen is second.", "favorite food", "sushi")],
         ),
-        ("I live in Boston and work at Acme.", [("The user lives in Boston and work at Acme.", "lives in", "Boston")]),
+        ("I live in Boston and work at Acme.", [("The user lives in Boston and works at Acme.", "lives in", "Boston")]),
         ("I drive a Honda and commute daily.", [("The user drives a Honda and commute daily.", "car", "Honda")]),
-        ("I work as a nurse and teach yoga.", [("The user works as a nurse and teach yoga.", "job", "nurse")]),
+        ("I work as a nurse and teach yoga.", [("The user works as a nurse and teaches yoga.", "job", "nurse")]),
     ],
 )
 def test_a_single_value_keeps_a_phrase_joined_by_and(content: str, expected: list[tuple[str, str, str]]) -> None:
@@ -232,9 +232,9 @@ def test_a_single_value_joined_by_and_is_replaced_whole(project: Project, clock:
         ("I moved to Lisbon or so.", [("The user moved to Lisbon or so.", "lives in", "Lisbon")]),
         (
             "I'm allergic to shellfish I think.",
-            [("The user is allergic to shellfish the user thinks.", "allergic to", "shellfish")],
+            [("The user is allergic to shellfish.", "allergic to", "shellfish")],
         ),
-        ("I drive a Honda I guess.", [("The user drives a Honda the user guesses.", "car", "Honda")]),
+        ("I drive a Honda I guess.", [("The user drives a Honda.", "car", "Honda")]),
         ("My favorite color is blue kind of.", [("The user's favorite color is blue kind of.", "favorite color", "blue")]),
         (
             "My favourite band is Radiohead probably.",

@@ -125,7 +125,7 @@ def test_the_fact_of_a_request_to_remember_states_the_statement_only() -> None:
 
 
 def test_a_sentence_that_only_mentions_remembering_keeps_its_fact() -> None:
-    assert [f[0] for f in _extracted("I remember my first car.")] == ["The user remembers the user's first car."]
+    assert [f[0] for f in _extracted("I remember my first car.")] == ["The user remembers their first car."]
     assert [f[0] for f in _extracted("Remember that time I went to Rome.")] == [
         "Remember that time the user went to Rome."
     ]

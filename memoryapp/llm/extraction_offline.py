@@ -1183,7 +1183,7 @@ def sentences(text: str) -> list[list[str]]:
     """The clauses of each sentence of ``text`` (clauses), sentence by sentence."""
     out: list[list[str]] = []
     for sentence in _SENTENCES.split(_protect_abbreviations(text.replace("\u2019", "'"))):
-        sentence = _unrequested(sentence.strip())
+        sentence = _TOLD_BEFORE.sub("", _unrequested(sentence.strip()))
         parts = [_LEADING_CONJUNCTION.sub("", strip_discourse(c.strip())) for c in _split_clauses(sentence)]
         if any(parts):
             out.append([part for part in parts if part])
@@ -1504,12 +1504,92 @@ _OWN_FACULTY = re.compile(
 )
 
 
+# A hedge closing a statement ("I drive a Honda I guess", "..., I think."): it says how
+# sure the speaker is, not what is so.
+_TRAILING_HEDGE = re.compile(
+    r"(?<=\w)[,;]?\s+(?:or\s+)?(?:i|I) (?:guess|think|believe|suppose|reckon)\s*[.!?]*\s*$"
+)
+# A report of having told the assistant before ("I told you I live in Oslo", "as I said,
+# ...", "like I mentioned before, ..."): what was told is the statement.
+_TOLD_BEFORE = re.compile(
+    r"^(?:(?i:as|like) (?:i|I) (?:said|mentioned|told you)(?: before| earlier| already)?,\s*"
+    r"|(?:i|I) (?:already )?(?:told|mentioned to) you(?: before| earlier| already)?,?(?: that)? "
+    r"(?=(?:I|i|[Mm]y|[Ww]e|[Oo]ur)\b))"
+)
+
+# Verbs said of oneself that a second verb joined by "and" shares the subject of ("I'm a
+# nurse and teach yoga", "I live in Oslo and work in tech").
+_JOINED_VERBS = frozenset(
+    _words(
+        "teach work live play love like own run write speak study cook paint sing coach drive ride "
+        "read enjoy hate want need make sell build train practice practise swim hike use collect "
+        "volunteer manage design help take go do have know prefer miss"
+    )
+)
+# "and <verb>" in a clause whose subject is the speaker's own "I".
+_JOINED_VERB = re.compile(r"\b(?P<and>and|&) (?P<verb>[a-z]+)(?= [\w\x00])")
+
+
+def _joined_agreeing(clause: str) -> str:
+    """``clause`` with a verb joined by "and" to the speaker's own present-tense verb in
+    the third person ("I'm a nurse and teach yoga": "... and teaches yoga", "I have two
+    kids and work full time"); not after "to", a modal, a negation or a past tense ("I
+    like to cook and read", "I can swim and dance", "I don't smoke and drink")."""
+    subject = next(_I_SUBJECT.finditer(clause), None)
+    if subject is None or re.search(r"\b(?:and|&)\s+$", clause[: subject.start()]):
+        return clause
+    clitic, verb = subject.group("clitic") or subject.group("bare"), subject.group("verb")
+    if clitic is not None:
+        agrees = clitic == "m"
+    else:
+        agrees = verb is not None and _negative(verb) is None and _third_person_verb(verb) != verb
+    if not agrees:
+        return clause
+    tail = clause[subject.end() :]
+    stop = re.search(r"\b(?:to|I|i)\b|[,;:]", tail)
+    end = stop.start() if stop is not None else len(tail)
+
+    def agreed(match: re.Match[str]) -> str:
+        word = match.group("verb")
+        return f"{match.group('and')} {_third_person_verb(word)}" if word in _JOINED_VERBS else match.group(0)
+
+    return clause[: subject.end()] + _JOINED_VERB.sub(agreed, tail[:end]) + tail[end:]
+
+
+# The possessive "my" placed where third_person writes "their" (never matched by the
+# rewriting of "my" and "me" after it).
+_THEIR = "\x00"
+
+
+def _their_after_subject(clause: str) -> str:
+    """``clause`` with each "my" after the speaker's own "I" as subject (not one of
+    "Mark and I") marked to read "their": "I sold my Tesla" is "The user sold their
+    Tesla"; "My sister lives in Lyon" keeps "The user's sister", naming no one before."""
+    subject = next(
+        (m for m in _I_SUBJECT.finditer(clause) if not re.search(r"\b(?:and|&)\s+$", clause[: m.start()])),
+        None,
+    )
+    if subject is None:
+        return clause
+    head, tail = clause[: subject.end()], clause[subject.end() :]
+    return head + re.sub(r"\b[Mm]y\b", _THEIR, tail)
+
+
 def third_person(clause: str, speaker: str, others: str = "others") -> str:
     """``clause`` with the speaker's first person rewritten: "I love my dog" by Mara ->
-    "Mara loves Mara's dog"; ``user`` reads "the user"; "we" is the speaker "and
-    others" (or whom ``others`` names)."""
+    "Mara loves Mara's dog"; ``user`` reads "the user", and "my" after the user as
+    subject reads "their" ("The user loves their dog"); "we" is the speaker "and others"
+    (or whom ``others`` names). A closing hedge ("..., I guess") and a lead-in telling
+    the assistant again ("I told you (that) ...", "as I said, ...") are dropped; a verb
+    joined by "and" to the speaker's own agrees ("I'm a nurse and teach yoga": "... and
+    teaches yoga")."""
     name = "the user" if speaker == USER else speaker
-    text = _I_SUBJECT.sub(lambda m: _i_rewritten(m, name), clause.replace("\u2019", "'"))
+    clause = clause.replace("\u2019", "'")
+    clause = _TRAILING_HEDGE.sub("", _TOLD_BEFORE.sub("", clause.strip())) or clause
+    clause = _joined_agreeing(clause)
+    if speaker == USER:
+        clause = _their_after_subject(clause)
+    text = _I_SUBJECT.sub(lambda m: _i_rewritten(m, name), clause)
     text = _OWN_FACULTY.sub(r"\g<verb> their \g<noun>", text)
     text = re.sub(r"\b(?:my|mine)\b", f"{name}'s", text, flags=re.IGNORECASE)
     text = re.sub(r"\b(?:me|myself)\b", name, text, flags=re.IGNORECASE)
@@ -1521,7 +1601,7 @@ def third_person(clause: str, speaker: str, others: str = "others") -> str:
     text = re.sub(r"\bwe'd\b", f"{group} would", text, flags=re.IGNORECASE)
     text = re.sub(r"\b(?:we|us)\b", group, text, flags=re.IGNORECASE)
     text = re.sub(r"\bour\b", f"{name}'s", text, flags=re.IGNORECASE)
-    text = text.strip()
+    text = text.replace(_THEIR, "their").strip()
     if text and not text.endswith((".", "!", "?")):
         text += "."
     return text[:1].upper() + text[1:]
