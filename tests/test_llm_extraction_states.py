@@ -9,47 +9,17 @@ left current, with cases that must end nothing.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
-from memoryapp import episodic, semantic, working
 from memoryapp.llm.extraction_offline import extract_episode
 from memoryapp.llm.port import TranscriptMessage
 from memoryapp.models import Fact, Project
 from tests.conftest import Clock
+from tests.test_llm_extraction_endings import _OWNED, WHEN, _current, _ends, _stored, _told
 
-WHEN = datetime(2026, 3, 11, 15, 30, tzinfo=UTC)
-_OWNED = ("has", "car", "dog", "cat", "pet", "puppy", "pup", "kitten", "kitty", "horse", "pony", "bird", "rabbit",
-          "bunny", "hamster", "parrot", "turtle", "tortoise", "snake", "lizard", "gecko", "ferret", "fish", "goldfish")
-
-
-def _facts(content: str) -> list[tuple[str, str, str, tuple[str, ...], str]]:
-    message = TranscriptMessage(sequence_number=1, role="user", content=content, created_at=WHEN)
-    return [(f.text, f.attribute, f.value, f.retires, f.retires_when) for f in extract_episode([message]).facts]
-
-
-def _told(project: Project, clock: Clock, when: str, *lines: str) -> None:
-    """One thread of user messages at ``when``, ended and extracted offline."""
-    clock.set(when)
-    thread = working.thread_create(project=project, dataset="states")
-    rows = [working.message_append(thread=thread, role="user", content=c).message for c in lines]
-    assert episodic.episode_build(
-        thread_id=thread.pk,
-        from_sequence=rows[0].sequence_number,
-        to_sequence=rows[-1].sequence_number,
-    ).created
-
-
-def _current(project: Project) -> set[str]:
-    facts, _ = semantic.fact_list(project=project, dataset="states")
-    return {f.text for f in facts}
-
-
-def _stored(project: Project, clock: Clock, before: tuple[str, ...], after: tuple[str, ...]) -> set[str]:
-    _told(project, clock, "2025-01-10T10:00:00Z", *before)
-    _told(project, clock, "2025-08-16T09:00:00Z", *after)
-    return _current(project)
+# The helpers of the endings' tests (one thread per batch, ended and extracted offline;
+# the facts left current): the same mechanism, read here for present states.
+_facts = _ends
 
 
 @pytest.mark.parametrize(
